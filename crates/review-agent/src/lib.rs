@@ -1,0 +1,5 @@
+//! Agent engines.
+//!
+//! The only crate that knows an agent CLI's flags and output format (Claude
+//! Code first). It also owns the prompts and review guides shipped with the
+//! binary, and where transcripts are kept.

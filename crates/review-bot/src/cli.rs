@@ -1,0 +1,46 @@
+//! Command-line definition: the raw flags, before they are resolved into settings.
+//!
+//! Each subcommand's own arguments live beside its implementation in
+//! `commands::*`, so this file only lists the commands.
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::commands;
+
+/// Reviews GitHub pull requests with an AI coding agent and drives a
+/// label-based review → fix → CI → re-review loop.
+#[derive(Debug, Parser)]
+#[command(name = "review-bot", version, about, propagate_version = true)]
+pub struct Cli {
+    /// How log lines on standard error are formatted. The filter comes from
+    /// `REVIEW_BOT_LOG` (for example `REVIEW_BOT_LOG=review_bot=debug`).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "REVIEW_BOT_LOG_FORMAT")]
+    pub log_format: LogFormat,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a review-findings file (schema v1.0) against a pull request's diff,
+    /// or turn it into a GitHub create-review payload.
+    #[command(subcommand)]
+    Findings(commands::findings::FindingsCommand),
+
+    /// Print the build and test commands a repository documents in CLAUDE.md or README.md.
+    DiscoverCommands(commands::discover::DiscoverCommandsArgs),
+
+    /// Read changed paths on standard input and print the platforms and review guides they select.
+    DetectPlatform(commands::platform::DetectPlatformArgs),
+}
