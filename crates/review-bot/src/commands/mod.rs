@@ -17,3 +17,17 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::DetectPlatform(args) => platform::run(&args),
     }
 }
+
+/// Runs an async command body on a runtime made for this one command.
+///
+/// Plumbing commands are synchronous; the ones that talk to the store, GitHub
+/// or an MCP client call this.
+#[allow(dead_code)] // used by the async subcommands as they land
+pub fn block_on<F: std::future::Future>(future: F) -> anyhow::Result<F::Output> {
+    use anyhow::Context as _;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")?;
+    Ok(runtime.block_on(future))
+}
