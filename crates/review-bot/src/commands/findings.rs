@@ -30,6 +30,6 @@ pub enum FindingsCommand {
     },
 }
 
-pub fn run(command: FindingsCommand) -> anyhow::Result<ExitCode> {
+pub fn run(command: &FindingsCommand) -> anyhow::Result<ExitCode> {
     anyhow::bail!("`findings` is being built (issue 2): {command:?}")
 }

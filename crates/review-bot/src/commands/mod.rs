@@ -12,7 +12,7 @@ use crate::cli::Command;
 /// `findings validate` exits 1 on an invalid file), errors are exit 2.
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Findings(command) => findings::run(command),
+        Command::Findings(command) => findings::run(&command),
         Command::DiscoverCommands(args) => discover::run(&args),
         Command::DetectPlatform(args) => platform::run(&args),
     }
@@ -23,7 +23,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 /// Plumbing commands are synchronous; the ones that talk to the store, GitHub
 /// or an MCP client call this.
 #[allow(dead_code)] // used by the async subcommands as they land
-pub fn block_on<F: std::future::Future>(future: F) -> anyhow::Result<F::Output> {
+pub fn block_on<F: Future>(future: F) -> anyhow::Result<F::Output> {
     use anyhow::Context as _;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
