@@ -7,3 +7,6 @@
 //! tests, and reusable by every adapter.
 //!
 //! **Architecture Invariant:** this crate does no I/O and has no async.
+
+pub mod anchor;
+pub mod diff;

@@ -1,0 +1,4 @@
+//! review-core's integration tests: one binary, one module per concern.
+
+mod anchor_rules;
+mod diff_model;
