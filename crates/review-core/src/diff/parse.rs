@@ -129,7 +129,9 @@ fn parse_git_file(lines: &mut Lines<'_>) -> Result<FileDiff, Failure> {
     lines.advance();
 
     let headers = parse_extended_headers(lines)?;
-    let names = if is_plain_file_header(lines) {
+    // Inside a git file's headers a `--- ` line can only be the old path, so a
+    // missing `+++ ` after it is reported as such.
+    let names = if lines.peek().is_some_and(|line| line.starts_with("--- ")) {
         Some(parse_minus_plus(lines)?)
     } else {
         None
