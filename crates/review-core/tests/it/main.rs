@@ -2,3 +2,4 @@
 
 mod anchor_rules;
 mod diff_model;
+mod properties;
