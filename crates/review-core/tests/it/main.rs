@@ -2,4 +2,5 @@
 
 mod anchor_rules;
 mod diff_model;
+mod git_corpus;
 mod properties;
