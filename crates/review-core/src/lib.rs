@@ -9,4 +9,6 @@
 //! **Architecture Invariant:** this crate does no I/O and has no async.
 
 pub mod agent_requests;
+pub mod anchor;
+pub mod diff;
 pub mod snapshot;
