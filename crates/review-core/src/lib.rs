@@ -7,3 +7,10 @@
 //! tests, and reusable by every adapter.
 //!
 //! **Architecture Invariant:** this crate does no I/O and has no async.
+
+pub mod build_commands;
+pub mod findings;
+pub mod footer;
+pub mod labels;
+pub mod platform;
+pub mod prompt;
