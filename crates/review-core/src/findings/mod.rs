@@ -18,7 +18,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use validate::{CommentLocation, Issue, Validation, validate, validate_value};
+use crate::anchor::CommentLocation;
+
+pub use crate::anchor::Side;
+pub use validate::{Issue, LocatedComment, Validation, validate, validate_value};
 
 /// The only schema version this crate reads.
 pub const SCHEMA_VERSION: &str = "1.0";
@@ -124,6 +127,16 @@ impl LineComment {
     pub fn side(&self) -> Side {
         self.side.unwrap_or_default()
     }
+
+    /// Where the comment wants to go, for anchoring.
+    pub fn location(&self) -> CommentLocation {
+        CommentLocation {
+            path: self.file.clone(),
+            line: self.line,
+            start_line: self.start_line,
+            side: self.side(),
+        }
+    }
 }
 
 /// `metadata`: provenance of a findings file.
@@ -137,27 +150,6 @@ pub struct Metadata {
     pub files_analyzed: u64,
     /// How many issues were found.
     pub total_issues: u64,
-}
-
-/// Which side of a diff a line number counts on (GitHub's `side`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Side {
-    /// The new file: added and context lines.
-    #[default]
-    Right,
-    /// The old file: removed and context lines.
-    Left,
-}
-
-impl Side {
-    /// `RIGHT` or `LEFT`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Side::Right => "RIGHT",
-            Side::Left => "LEFT",
-        }
-    }
 }
 
 /// How sure the reviewer is; derived from the 0–100 confidence.

@@ -15,8 +15,11 @@
 //!   `description` are non-empty; `line`/`start_line` are integers ≥ 1;
 //!   counts are integers ≥ 0; `repo` is `owner/name`; `head_sha` is 7–64 hex
 //!   digits; `reviewed_at` is an RFC 3339 timestamp.
-//! - `start_line` must be less than `line`. This is the one rule the JSON Schema
-//!   cannot state (it cannot compare two fields).
+//!
+//! A `start_line` not less than `line` is a warning, not an error: JSON Schema
+//! cannot compare two fields, and anchoring repairs it (equal: one line;
+//! greater: swapped). So the Rust validator and the JSON Schema accept exactly
+//! the same documents.
 //!
 //! Integers written as `42.0` are accepted, as JSON Schema does.
 //!
@@ -34,6 +37,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::{ConfidenceLevel, Findings, SCHEMA_VERSION, Severity, Side};
+use crate::anchor::CommentLocation;
 
 /// One problem, located by a JSON pointer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,17 +61,12 @@ impl fmt::Display for Issue {
 /// Where a line comment points, read even from an otherwise invalid file so
 /// that its anchoring can still be checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommentLocation {
+pub struct LocatedComment {
     /// Position in `line_comments`.
     pub index: usize,
-    /// `file` as written.
-    pub file: String,
-    /// `line`.
-    pub line: u32,
-    /// `start_line`, when present and a valid line number.
-    pub start_line: Option<u32>,
-    /// `side`, `RIGHT` when absent or invalid.
-    pub side: Side,
+    /// `file`, `line`, `start_line` (when a valid line number) and `side`
+    /// (`RIGHT` when absent or invalid), as written.
+    pub location: CommentLocation,
 }
 
 /// The result of validating a findings file.
@@ -80,7 +79,7 @@ pub struct Validation {
     /// The typed findings; `Some` exactly when `errors` is empty.
     pub findings: Option<Findings>,
     /// Every line comment whose `file` and `line` are usable, in order.
-    pub locations: Vec<CommentLocation>,
+    pub locations: Vec<LocatedComment>,
 }
 
 impl Validation {
@@ -367,7 +366,7 @@ impl Checker {
         position
     }
 
-    fn document(&mut self, value: &Value) -> Vec<CommentLocation> {
+    fn document(&mut self, value: &Value) -> Vec<LocatedComment> {
         let Some(map) = self.object(value, "") else {
             return Vec::new();
         };
@@ -521,7 +520,7 @@ impl Checker {
         &mut self,
         value: &Value,
         index: usize,
-    ) -> (Option<CommentLocation>, Option<ConfidenceLevel>) {
+    ) -> (Option<LocatedComment>, Option<ConfidenceLevel>) {
         let pointer = format!("/line_comments/{index}");
         let pointer = pointer.as_str();
         let Some(map) = self.object(value, pointer) else {
@@ -563,18 +562,27 @@ impl Checker {
         if let (Some(start_line), Some(line)) = (start_line, line)
             && start_line >= line
         {
-            self.error(
+            self.warning(
                 &child(pointer, "start_line"),
-                format!("must be less than line ({line}), found {start_line}"),
+                format!(
+                    "should be less than line ({line}), found {start_line}: anchoring {}",
+                    if start_line == line {
+                        "treats it as a one-line comment"
+                    } else {
+                        "swaps the two"
+                    }
+                ),
             );
         }
         let location = match (file, line.and_then(|line| u32::try_from(line).ok())) {
-            (Some(file), Some(line)) => Some(CommentLocation {
+            (Some(file), Some(line)) => Some(LocatedComment {
                 index,
-                file: file.to_owned(),
-                line,
-                start_line: start_line.and_then(|line| u32::try_from(line).ok()),
-                side,
+                location: CommentLocation {
+                    path: file.to_owned(),
+                    line,
+                    start_line: start_line.and_then(|line| u32::try_from(line).ok()),
+                    side,
+                },
             }),
             _ => None,
         };

@@ -1,8 +1,10 @@
-//! Integration tests of review-core: the shipped JSON Schema, realistic
-//! documents, and anything else that reads fixture files.
+//! review-core's integration tests: one binary, one module per concern.
 
+mod anchor_rules;
 mod build_commands;
+mod diff_model;
 mod findings;
+mod properties;
 
 /// A fixture file under `tests/fixtures`.
 pub fn fixture(path: &str) -> String {
