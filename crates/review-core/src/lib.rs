@@ -14,5 +14,6 @@ pub mod diff;
 pub mod findings;
 pub mod footer;
 pub mod labels;
+pub mod payload;
 pub mod platform;
 pub mod prompt;

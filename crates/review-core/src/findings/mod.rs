@@ -12,6 +12,7 @@
 //!   Schema, kept in agreement by tests.
 //! - [`github`] turns valid findings into a GitHub create-review payload.
 
+pub mod github;
 pub mod validate;
 
 use std::fmt;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::anchor::CommentLocation;
 
 pub use crate::anchor::Side;
+pub use crate::payload::ReviewEvent;
 pub use validate::{Issue, LocatedComment, Validation, validate, validate_value};
 
 /// The only schema version this crate reads.
@@ -291,29 +293,6 @@ impl Severity {
 impl fmt::Display for Severity {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(self.as_str())
-    }
-}
-
-/// The review event (GitHub's create-review `event`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ReviewEvent {
-    /// General feedback, non-blocking.
-    Comment,
-    /// Blocking review for critical issues.
-    RequestChanges,
-    /// No issues found.
-    Approve,
-}
-
-impl ReviewEvent {
-    /// The event's name in the format and on GitHub.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ReviewEvent::Comment => "COMMENT",
-            ReviewEvent::RequestChanges => "REQUEST_CHANGES",
-            ReviewEvent::Approve => "APPROVE",
-        }
     }
 }
 

@@ -5,6 +5,7 @@ mod build_commands;
 mod diff_model;
 mod findings;
 mod properties;
+mod to_github;
 
 /// A fixture file under `tests/fixtures`.
 pub fn fixture(path: &str) -> String {
