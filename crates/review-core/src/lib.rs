@@ -14,6 +14,7 @@ pub mod diff;
 pub mod findings;
 pub mod footer;
 pub mod labels;
+pub mod passes;
 pub mod payload;
 pub mod platform;
 pub mod prompt;
