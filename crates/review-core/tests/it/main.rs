@@ -4,6 +4,7 @@ mod anchor_rules;
 mod build_commands;
 mod diff_model;
 mod findings;
+mod git_corpus;
 mod properties;
 mod to_github;
 
