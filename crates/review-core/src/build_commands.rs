@@ -21,7 +21,8 @@
 //!   `git clone` (entering the clone is entering the checkout).
 //! - **Classifying.** A command is *test* or *build* when the tool says so
 //!   (`go test`, `npm test`, `./gradlew testDebugUnitTest`,
-//!   `xcodebuild … test`, `cargo build`, `make`…). A command no rule knows
+//!   `xcodebuild … test`, `cargo build`, `make`…), or when an unknown
+//!   program's own name does (`./scripts/run-tests.sh`, `build.sh`). A command no rule knows
 //!   (`./scripts/ci.sh`, `cargo clippy`) is classified by its context: the
 //!   paragraph just before the block, else the nearest heading with a topic
 //!   (`## Running tests`, `### Build`); a heading about both build and test
@@ -624,7 +625,20 @@ fn classify(command: &str) -> Kind {
             Some("install" | "bootstrap") => Kind::Setup,
             _ => Kind::Foreign,
         },
-        _ => Kind::Unknown,
+        _ => script_kind(program),
+    }
+}
+
+/// A project script says what it does in its name (`./scripts/run-tests.sh`,
+/// `build.sh`); anything else is unknown.
+fn script_kind(program: &str) -> Kind {
+    let name = program.to_ascii_lowercase();
+    if name.contains("test") {
+        Kind::Test
+    } else if name.contains("build") || name.contains("compile") {
+        Kind::Build
+    } else {
+        Kind::Unknown
     }
 }
 
@@ -897,6 +911,9 @@ mod tests {
             ("./gradlew :app:assembleDebug", Kind::Build),
             ("./gradlew connectedAndroidTest", Kind::Foreign),
             ("./configure --prefix=/usr", Kind::Build),
+            ("./scripts/run-tests.sh --fast", Kind::Test),
+            ("bin/build", Kind::Build),
+            ("./scripts/ci.sh", Kind::Unknown),
             (
                 "xcodebuild -scheme App -destination 'platform=iOS Simulator,name=iPhone 15' test",
                 Kind::Test,
@@ -937,12 +954,18 @@ mod tests {
     #[test]
     fn context_classifies_unknown_commands() {
         let (build, test) = found(
-            "# Project\n\n## Building\n\n```sh\n./scripts/build.sh\n```\n\n## Tests\n\nRun the linters and tests:\n\n```bash\ncargo clippy --all-targets\n./scripts/test.sh --fast\n```\n",
+            "# Project\n\n## Building\n\n```sh\n./ci/assemble\n```\n\n## Tests\n\nRun the linters:\n\n```bash\ncargo clippy --all-targets\n./ci/check-format\n```\n\nThen the tests, with a demo of the result:\n\n```bash\n./scripts/test.sh --fast\n./target/debug/app --version\n```\n",
         );
-        assert_eq!(build, ["./scripts/build.sh"]);
+        assert_eq!(build, ["./ci/assemble"]);
+        // In the last block `./scripts/test.sh` is recognised by its name, so
+        // the unknown command beside it is not classified by context.
         assert_eq!(
             test,
-            ["cargo clippy --all-targets", "./scripts/test.sh --fast"]
+            [
+                "cargo clippy --all-targets",
+                "./ci/check-format",
+                "./scripts/test.sh --fast"
+            ]
         );
     }
 
