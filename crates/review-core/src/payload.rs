@@ -86,6 +86,38 @@ impl ReviewEvent {
     }
 }
 
+/// The most characters GitHub takes in one comment or review body.
+pub const GITHUB_BODY_LIMIT: usize = 65_536;
+
+/// `content` followed by `footer`, cut so the whole fits [`GITHUB_BODY_LIMIT`].
+/// The footer always survives whole (the review id in it is how a retry knows
+/// the review was posted); a cut says how much was left out.
+pub fn fit_body(content: &str, footer: &str) -> String {
+    let joined = |content: &str| {
+        if footer.is_empty() {
+            content.to_owned()
+        } else if content.is_empty() {
+            footer.to_owned()
+        } else {
+            format!("{content}\n\n{footer}")
+        }
+    };
+    let whole = joined(content.trim_end());
+    let total = whole.chars().count();
+    if total <= GITHUB_BODY_LIMIT {
+        return whole;
+    }
+    let notice_room = 120; // the notice below, with room for its numbers
+    let keep = GITHUB_BODY_LIMIT
+        .saturating_sub(footer.chars().count() + notice_room)
+        .min(content.chars().count());
+    let kept: String = content.chars().take(keep).collect();
+    let left_out = content.chars().count() - keep;
+    joined(&format!(
+        "{kept}\n\n… _({left_out} characters left out: GitHub takes at most {GITHUB_BODY_LIMIT} per comment)_"
+    ))
+}
+
 /// "line 42" or "lines 40–42" for a location.
 pub fn describe_lines(location: &CommentLocation) -> String {
     match location.start_line {
@@ -195,6 +227,17 @@ mod tests {
             "````ts\nx\n```\ny\n````"
         );
         assert_eq!(code_block("z", Some("c++")), "```\nz\n```");
+    }
+
+    #[test]
+    fn long_bodies_are_cut_but_keep_their_footer() {
+        let footer = "<sub>review::x</sub>";
+        assert_eq!(fit_body("short\n", footer), "short\n\n<sub>review::x</sub>");
+        let long = "é".repeat(GITHUB_BODY_LIMIT);
+        let fitted = fit_body(&long, footer);
+        assert!(fitted.chars().count() <= GITHUB_BODY_LIMIT);
+        assert!(fitted.ends_with(footer));
+        assert!(fitted.contains("characters left out"));
     }
 
     #[test]

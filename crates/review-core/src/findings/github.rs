@@ -23,6 +23,8 @@
 //!
 //! Every piece of text from the findings goes through [`footer::defuse`], so a
 //! finding cannot plant a `review::`/`thread::` id. Ids come from the caller.
+//! A body longer than GitHub takes is cut with a notice, its footer kept whole
+//! ([`fit_body`]) — a 422 would cost the whole review.
 
 use std::fmt::Write as _;
 
@@ -30,7 +32,7 @@ use crate::anchor::{CommentLocation, Verdict, anchor};
 use crate::diff::PullRequestDiff;
 use crate::footer::{self, Footer, ReviewId, ThreadId};
 use crate::payload::{
-    PayloadComment, ReviewPayload, code_block, describe_lines, inline_code, single_line,
+    PayloadComment, ReviewPayload, code_block, describe_lines, fit_body, inline_code, single_line,
 };
 
 use super::{ConfidenceLevel, Findings, LineComment, Severity};
@@ -87,14 +89,17 @@ pub fn to_review_payload(
         };
         if verdict.is_postable_inline() {
             let footer = Footer::new(review, next_thread());
-            let body = footer.append_to(&comment_body(comment, note.as_deref()));
+            let body = fit_body(&comment_body(comment, note.as_deref()), &footer.render());
             comments.extend(PayloadComment::anchored(&verdict, location.side, body));
         } else {
             outside.push((comment, verdict.name()));
         }
         verdicts.push(verdict);
     }
-    let body = body_footer.append_to(&review_body(findings, comments.len(), &outside));
+    let body = fit_body(
+        &review_body(findings, comments.len(), &outside),
+        &body_footer.render(),
+    );
     Conversion {
         payload: ReviewPayload {
             commit_id: findings.pull_request.head_sha.clone(),
