@@ -10,5 +10,13 @@
 
 pub mod agent_requests;
 pub mod anchor;
+pub mod build_commands;
 pub mod diff;
+pub mod findings;
+pub mod footer;
+pub mod labels;
+pub mod passes;
+pub mod payload;
+pub mod platform;
+pub mod prompt;
 pub mod snapshot;
