@@ -24,6 +24,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::anchor::{PathProblem, Side, normalize_path};
+use crate::findings::Severity;
+
 /// GitHub's limit on a comment body, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 65_536;
 
@@ -57,13 +60,13 @@ pub struct InlineComment {
     /// The file, relative to the repository root, `/`-separated.
     pub path: String,
     /// The line commented on (the last line of a range), numbered on `side`.
-    pub line: u64,
+    pub line: u32,
     /// The first line of a multi-line comment, in the same hunk, before `line`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_line: Option<u64>,
+    pub start_line: Option<u32>,
     /// Which side of the diff `line` is on; absent means the new file (`RIGHT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub side: Option<CommentSide>,
+    pub side: Option<Side>,
     /// A short title (seed 003).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
@@ -76,66 +79,6 @@ pub struct InlineComment {
     /// A concrete fix (seed 003).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
-}
-
-/// The side of the diff an inline comment is on, spelled as GitHub spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum CommentSide {
-    /// The old file: a deleted line, or a context line in old numbering.
-    Left,
-    /// The new file: an added line, or a context line in new numbering.
-    Right,
-}
-
-/// Seed 003's severity categories.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Crashes, data corruption, null dereferences.
-    Critical,
-    /// Injection, auth bypass, data exposure.
-    Security,
-    /// N+1 queries, leaks, needless work.
-    Performance,
-    /// Incorrect behaviour, edge cases, state bugs.
-    Logic,
-    /// Best practices, maintainability, organisation.
-    Improvement,
-    /// Naming, comments, complexity.
-    Clarity,
-}
-
-impl Severity {
-    /// Every severity, in seed 003's priority order.
-    pub const ALL: [Self; 6] = [
-        Self::Critical,
-        Self::Security,
-        Self::Performance,
-        Self::Logic,
-        Self::Improvement,
-        Self::Clarity,
-    ];
-
-    /// The name used on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Critical => "critical",
-            Self::Security => "security",
-            Self::Performance => "performance",
-            Self::Logic => "logic",
-            Self::Improvement => "improvement",
-            Self::Clarity => "clarity",
-        }
-    }
-
-    /// Parses a wire name, ignoring case and surrounding space.
-    pub fn parse(text: &str) -> Option<Self> {
-        let text = text.trim();
-        Self::ALL
-            .into_iter()
-            .find(|severity| severity.as_str().eq_ignore_ascii_case(text))
-    }
 }
 
 /// A reply the agent wants posted.
@@ -174,13 +117,14 @@ pub enum RequestProblem {
         /// Its length in characters.
         chars: usize,
     },
-    /// The path is empty, absolute, or climbs out of the repository.
-    #[error("the path {path:?} is not a file inside the repository: {reason}")]
+    /// The path is empty, absolute, climbs out of the repository, or holds
+    /// characters a path cannot.
+    #[error("the path {path:?} is unusable: {problem}")]
     BadPath {
         /// The path as given.
         path: String,
         /// What is wrong with it.
-        reason: &'static str,
+        problem: PathProblem,
     },
     /// A line number is zero.
     #[error("line numbers start at 1")]
@@ -189,9 +133,9 @@ pub enum RequestProblem {
     #[error("start_line ({start_line}) must be less than line ({line})")]
     RangeBackwards {
         /// The range's first line.
-        start_line: u64,
+        start_line: u32,
         /// The range's last line.
-        line: u64,
+        line: u32,
     },
     /// The confidence is not a percentage.
     #[error("confidence must be between 0 and 100, got {0}")]
@@ -256,8 +200,8 @@ impl InlineComment {
     }
 
     /// The side, defaulting to the new file as GitHub does.
-    pub fn side_or_default(&self) -> CommentSide {
-        self.side.unwrap_or(CommentSide::Right)
+    pub fn side_or_default(&self) -> Side {
+        self.side.unwrap_or(Side::Right)
     }
 }
 
@@ -273,35 +217,15 @@ pub fn check_message(message: &str) -> Result<(), RequestProblem> {
     Ok(())
 }
 
-/// Checks that a path names a file inside the repository: relative, no `..`,
-/// no empty or `.` components, `/`-separated.
+/// Checks that a path is safe to name a repository file: relative, no `..`,
+/// no backslashes or control characters (see [`normalize_path`]).
 pub fn check_relative_path(path: &str) -> Result<(), RequestProblem> {
-    let bad = |reason| {
-        Err(RequestProblem::BadPath {
+    normalize_path(path)
+        .map(drop)
+        .map_err(|problem| RequestProblem::BadPath {
             path: path.to_owned(),
-            reason,
+            problem,
         })
-    };
-    if path.is_empty() {
-        return bad("it is empty");
-    }
-    if path.starts_with('/') || path.starts_with('\\') || path.as_bytes().get(1) == Some(&b':') {
-        return bad("it is absolute; give it relative to the repository root");
-    }
-    if path.contains('\\') {
-        return bad("it contains a backslash; separate directories with /");
-    }
-    if path.contains('\0') {
-        return bad("it contains a NUL byte");
-    }
-    for component in path.split('/') {
-        match component {
-            ".." => return bad("it climbs out with `..`; give it relative to the repository root"),
-            "" | "." => return bad("it has an empty or `.` component; write it as the diff does"),
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 /// What one line of a comments file holds.
@@ -383,7 +307,7 @@ fn recover_after_torn_write(bytes: &[u8]) -> Option<ParsedLine> {
 mod tests {
     use super::*;
 
-    fn inline(path: &str, line: u64) -> InlineComment {
+    fn inline(path: &str, line: u32) -> InlineComment {
         InlineComment {
             message: "Fix this bug".into(),
             path: path.into(),
@@ -423,7 +347,7 @@ mod tests {
         let full = AgentRequest::Inline(InlineComment {
             message: "multi\nline".into(),
             start_line: Some(20),
-            side: Some(CommentSide::Right),
+            side: Some(Side::Right),
             title: Some("Null check".into()),
             severity: Some(Severity::Critical),
             confidence: Some(90),
@@ -531,8 +455,7 @@ mod tests {
             "/etc/passwd",
             "../x",
             "a/../b",
-            "a//b",
-            "./a",
+            "a\u{0}b",
             "a\\b",
             "C:/x",
             "",
@@ -547,17 +470,5 @@ mod tests {
         }
         assert!(check_relative_path("src/lib.rs").is_ok());
         assert!(check_relative_path("a..b/c").is_ok());
-    }
-
-    #[test]
-    fn severities_parse_loosely_and_print_as_seed_003() {
-        assert_eq!(Severity::parse(" Critical "), Some(Severity::Critical));
-        assert_eq!(Severity::parse("blocker"), None);
-        for severity in Severity::ALL {
-            assert_eq!(
-                serde_json::to_value(severity).unwrap(),
-                serde_json::Value::from(severity.as_str())
-            );
-        }
     }
 }

@@ -71,12 +71,61 @@ pub struct GetCommentsArguments {
 #[serde(deny_unknown_fields)]
 pub struct PostReplyArguments {
     /// The `id` of a review thread's first comment, or of a conversation comment, as listed by
-    /// `github_get_pr_comments`.
-    #[serde(deserialize_with = "lenient::number")]
-    #[schemars(with = "u64")]
-    pub comment_id: u64,
+    /// `github_get_pr_comments`; or the `thread::…` id it lists for one of the bot's comments.
+    pub comment_id: CommentReference,
     /// The reply, in markdown.
     pub message: String,
+}
+
+/// The comment a reply answers: GitHub's numeric id, or a `thread::{uuid}`
+/// id from the footer of one of the bot's comments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommentReference {
+    /// A review or issue comment id.
+    Id(u64),
+    /// `thread::{uuid}`, spelled as given.
+    Thread(String),
+}
+
+impl std::fmt::Display for CommentReference {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Id(id) => write!(formatter, "{id}"),
+            Self::Thread(thread) => formatter.write_str(thread),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CommentReference {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = lenient::NumberOrText::deserialize(deserializer)?;
+        if let lenient::NumberOrText::Text(text) = &value {
+            let text = text.trim();
+            if text.len() > "thread::".len()
+                && text[.."thread::".len()].eq_ignore_ascii_case("thread::")
+            {
+                return Ok(Self::Thread(text.to_owned()));
+            }
+        }
+        lenient::to_u64(value).map(Self::Id)
+    }
+}
+
+impl JsonSchema for CommentReference {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CommentReference".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": ["integer", "string"],
+            "description": "A comment id (integer) or a thread::… id",
+        })
+    }
 }
 
 /// Arguments of `present_review` (seed 001). Everything is optional here so
@@ -129,12 +178,12 @@ mod lenient {
 
     #[derive(Deserialize)]
     #[serde(untagged)]
-    enum NumberOrText {
+    pub(super) enum NumberOrText {
         Number(serde_json::Number),
         Text(String),
     }
 
-    fn to_u64<E: de::Error>(value: NumberOrText) -> Result<u64, E> {
+    pub(super) fn to_u64<E: de::Error>(value: NumberOrText) -> Result<u64, E> {
         match value {
             NumberOrText::Number(number) => number
                 .as_u64()
@@ -220,7 +269,17 @@ mod tests {
             "",
         )
         .unwrap();
-        assert_eq!(reply.comment_id, 1001);
+        assert_eq!(reply.comment_id, CommentReference::Id(1001));
+        let reply: PostReplyArguments = parse(
+            "github_post_pr_reply",
+            object(json!({"comment_id": "thread::0b6c3c55-8f1e-4f0e-9a8e-3c1f2a9d7e11", "message": "m"})),
+            "",
+        )
+        .unwrap();
+        assert_eq!(
+            reply.comment_id,
+            CommentReference::Thread("thread::0b6c3c55-8f1e-4f0e-9a8e-3c1f2a9d7e11".into())
+        );
         let get: GetCommentsArguments = parse(
             "github_get_pr_comments",
             object(json!({"include_replied": "TRUE"})),

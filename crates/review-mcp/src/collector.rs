@@ -320,8 +320,10 @@ mod tests {
 
         use super::super::*;
         use review_core::agent_requests::{
-            CommentSide, GeneralComment, InlineComment, ReplyRequest, ReplyTarget, Severity,
+            GeneralComment, InlineComment, ReplyRequest, ReplyTarget,
         };
+        use review_core::anchor::Side;
+        use review_core::findings::Severity;
 
         fn message() -> impl Strategy<Value = String> {
             // Anything with a visible character: quotes, newlines, braces, unicode.
@@ -334,12 +336,9 @@ mod tests {
                 (
                     message(),
                     "[a-z]{1,8}(/[a-z]{1,8}){0,2}\\.rs",
-                    2u64..10_000,
-                    proptest::option::of(1u64..2),
-                    proptest::option::of(prop_oneof![
-                        Just(CommentSide::Left),
-                        Just(CommentSide::Right)
-                    ]),
+                    2u32..10_000,
+                    proptest::option::of(1u32..2),
+                    proptest::option::of(prop_oneof![Just(Side::Left), Just(Side::Right)]),
                     proptest::option::of(0u8..=100),
                     proptest::option::of(proptest::sample::select(Severity::ALL.to_vec())),
                 )

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use review_core::footer::own_footer;
 use review_core::snapshot::{PullRequestSnapshot, ReviewThread, ThreadComment, ThreadSide};
 
 /// The most diff-hunk lines shown for a thread, counted back from the commented line.
@@ -51,9 +52,10 @@ pub struct CommentEntry {
     /// When it was written.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub created_at: String,
-    /// The `thread::…` ids found in the body's footer (bot comments carry one).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub thread_ids: Vec<String>,
+    /// The `thread::…` id in the body's own footer (the bot's comments carry
+    /// one); `github_post_pr_reply` accepts it in place of `id`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
     /// For a review thread: the file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -89,17 +91,13 @@ pub struct ReplyEntry {
     pub user: String,
     /// The markdown body (shortened past [`MAX_BODY_CHARS`]).
     pub body: String,
-    /// The `thread::…` ids in its footer.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub thread_ids: Vec<String>,
+    /// The `thread::…` id in its own footer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
 }
 
-/// Builds the answer. `thread_ids` extracts the `thread::` ids from a body.
-pub fn comments_view(
-    snapshot: &PullRequestSnapshot,
-    include_replied: bool,
-    thread_ids: &dyn Fn(&str) -> Vec<String>,
-) -> CommentsView {
+/// Builds the answer.
+pub fn comments_view(snapshot: &PullRequestSnapshot, include_replied: bool) -> CommentsView {
     let mut comments = Vec::new();
     let mut filtered = 0;
     for thread in &snapshot.review_threads {
@@ -107,7 +105,7 @@ pub fn comments_view(
             filtered += 1;
             continue;
         }
-        comments.push(thread_entry(thread, include_replied, thread_ids));
+        comments.push(thread_entry(thread, include_replied));
     }
     for comment in &snapshot.issue_comments {
         if comment.replied && !include_replied {
@@ -120,7 +118,7 @@ pub fn comments_view(
             user: comment.user.clone(),
             body: cap_body(&comment.body),
             created_at: comment.created_at.clone(),
-            thread_ids: thread_ids(&comment.body),
+            thread_id: thread_id(&comment.body),
             path: None,
             line: None,
             start_line: None,
@@ -140,11 +138,14 @@ pub fn comments_view(
     }
 }
 
-fn thread_entry(
-    thread: &ReviewThread,
-    include_replied: bool,
-    thread_ids: &dyn Fn(&str) -> Vec<String>,
-) -> CommentEntry {
+/// The `thread::{uuid}` id of a comment's own footer, spelled as the footer spells it.
+pub fn thread_id(body: &str) -> Option<String> {
+    own_footer(body)
+        .thread
+        .map(|thread| format!("thread::{thread}"))
+}
+
+fn thread_entry(thread: &ReviewThread, include_replied: bool) -> CommentEntry {
     let root: &ThreadComment = thread.root();
     CommentEntry {
         id: root.id,
@@ -152,7 +153,7 @@ fn thread_entry(
         user: root.user.clone(),
         body: cap_body(&root.body),
         created_at: root.created_at.clone(),
-        thread_ids: thread_ids(&root.body),
+        thread_id: thread_id(&root.body),
         path: Some(thread.path.clone()),
         line: thread.line,
         start_line: thread.start_line,
@@ -165,7 +166,7 @@ fn thread_entry(
                 id: reply.id,
                 user: reply.user.clone(),
                 body: cap_body(&reply.body),
-                thread_ids: thread_ids(&reply.body),
+                thread_id: thread_id(&reply.body),
             })
             .collect(),
         replied: include_replied.then_some(thread.replied),
@@ -253,7 +254,10 @@ mod tests {
                     diff_hunk: "@@ -1,2 +1,4 @@\n a\n+b".into(),
                     outdated: false,
                     replied: false,
-                    comments: vec![comment(1, "why? thread::x"), comment(2, "because")],
+                    comments: vec![
+                        comment(1, &format!("why?\n\n<sub>thread::{THREAD}</sub>")),
+                        comment(2, "because"),
+                    ],
                 },
                 ReviewThread {
                     path: "src/b.rs".into(),
@@ -276,30 +280,29 @@ mod tests {
         }
     }
 
-    fn ids(body: &str) -> Vec<String> {
-        body.split_whitespace()
-            .filter(|word| word.starts_with("thread::"))
-            .map(str::to_owned)
-            .collect()
-    }
+    const THREAD: &str = "0b6c3c55-8f1e-4f0e-9a8e-3c1f2a9d7e11";
 
     #[test]
     fn replied_threads_are_filtered_and_counted() {
-        let view = comments_view(&snapshot(), false, &ids);
+        let view = comments_view(&snapshot(), false);
         let listed: Vec<u64> = view.comments.iter().map(|entry| entry.id).collect();
         assert_eq!(listed, [1, 10]);
         assert_eq!(view.total_comments, 2);
         assert_eq!(view.replied_comments_filtered, 1);
         let json = serde_json::to_value(&view).unwrap();
         assert_eq!(json["comments"][0]["replies"][0]["id"], 2);
-        assert_eq!(json["comments"][0]["thread_ids"][0], "thread::x");
+        assert_eq!(
+            json["comments"][0]["thread_id"],
+            format!("thread::{THREAD}")
+        );
+        assert!(json["comments"][0]["replies"][0].get("thread_id").is_none());
         assert_eq!(json["comments"][0]["path"], "src/a.rs");
         assert_eq!(json["comments"][0]["line"], 4);
         assert_eq!(json["comments"][1]["kind"], "issue_comment");
         assert!(json["comments"][1].get("path").is_none());
         assert!(json["comments"][0].get("replied").is_none());
 
-        let all = comments_view(&snapshot(), true, &ids);
+        let all = comments_view(&snapshot(), true);
         assert_eq!(all.total_comments, 3);
         assert_eq!(all.replied_comments_filtered, 0);
         assert_eq!(all.comments[1].replied, Some(true));

@@ -11,6 +11,10 @@
 //! - [`collector`]: reading the lines back after the agent exits.
 //! - [`comments_view`]: `github_get_pr_comments`' answer from a snapshot.
 //! - [`document`] and [`panel`]: `present_review`'s document and its delivery.
+//! - [`server`]: the rmcp server and its five tools.
+
+pub use server::{ReviewServer, ServerOptions, Source};
+pub use settings::SERVER_NAME;
 
 pub mod arguments;
 pub mod collector;
@@ -18,4 +22,5 @@ pub mod comments_file;
 pub mod comments_view;
 pub mod document;
 pub mod panel;
+pub mod server;
 pub mod settings;

@@ -1,0 +1,7 @@
+//! Integration tests of the MCP server: a client speaking MCP's JSON-RPC over a
+//! byte stream to the real server, as Claude Code does over stdio.
+
+mod comment_tools;
+mod present_review;
+mod reply_tools;
+mod support;
