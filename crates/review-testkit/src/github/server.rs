@@ -243,7 +243,9 @@ async fn api(
     record.operation_id = Some(operation.id.to_owned());
     record.route = Some(operation.template.to_owned());
     record.resource = Some(operation.resource.as_str().to_owned());
-    let parsed_body = if body.is_empty() {
+    // An empty body and a JSON `null` both mean "no body" (some clients send `null` for a POST
+    // without parameters).
+    let parsed_body = if body.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
         let Ok(value) = serde_json::from_slice::<Value>(&body) else {
@@ -255,7 +257,7 @@ async fn api(
                 None,
             );
         };
-        Some(value)
+        Some(value).filter(|value| !value.is_null())
     };
     record.body.clone_from(&parsed_body);
 
