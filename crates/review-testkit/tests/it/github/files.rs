@@ -345,3 +345,72 @@ async fn malformed_bodies_are_refused_like_github_and_logged() {
         (400, Some("Problems parsing JSON"))
     );
 }
+
+#[tokio::test]
+async fn at_most_3000_files_are_listed() {
+    let sim = GithubSim::start().unwrap();
+    let user = sim.user("review-bot");
+    let repo = sim
+        .repo("acme/huge")
+        .file("README.md", "huge\n")
+        .create()
+        .unwrap();
+    let mut pull = repo.pull_request("generated");
+    for index in 0..3005 {
+        pull = pull.add(&format!("generated/{index:04}.txt"), "x\n");
+    }
+    pull.open().unwrap();
+    let (_, _, details) = get(&sim, &user.token, "/repos/acme/huge/pulls/1").await;
+    assert_eq!(details["changed_files"], 3005);
+    let mut listed = 0;
+    for page in 1..=31 {
+        let (status, _, files) = get(
+            &sim,
+            &user.token,
+            &format!("/repos/acme/huge/pulls/1/files?per_page=100&page={page}"),
+        )
+        .await;
+        assert_eq!(status, 200);
+        listed += files.as_array().unwrap().len();
+    }
+    assert_eq!(listed, 3000);
+    let response = client()
+        .get(format!("{}/repos/acme/huge/pulls/1", sim.api_url()))
+        .bearer_auth(&user.token)
+        .header("accept", "application/vnd.github.diff")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 406, "past 300 files");
+}
+
+#[tokio::test]
+async fn a_diff_past_the_line_limit_is_406() {
+    let sim = GithubSim::start_with(review_testkit::github::SimOptions {
+        diff_max_lines: 50,
+        ..Default::default()
+    })
+    .unwrap();
+    let user = sim.user("u");
+    let repo = sim.repo("acme/long").file("a", "a\n").create().unwrap();
+    repo.pull_request("long")
+        .add("b", &"line\n".repeat(60))
+        .open()
+        .unwrap();
+    let response = client()
+        .get(format!("{}/repos/acme/long/pulls/1", sim.api_url()))
+        .bearer_auth(&user.token)
+        .header("accept", "application/vnd.github.diff")
+        .send()
+        .await
+        .unwrap();
+    let (status, _, error) = split(response).await;
+    assert_eq!(status, 406);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("maximum number of lines (50)"),
+        "{error}"
+    );
+}
