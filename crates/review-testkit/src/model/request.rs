@@ -45,6 +45,24 @@ pub struct ToolResult {
     pub text: String,
 }
 
+impl ToolResult {
+    /// The text without the `<system-reminder>…</system-reminder>` blocks
+    /// Claude Code appends to tool results, trimmed: what the tool itself returned.
+    pub fn text_without_reminders(&self) -> String {
+        let mut text = self.text.as_str();
+        let mut kept = String::with_capacity(text.len());
+        while let Some(start) = text.find("<system-reminder>") {
+            kept.push_str(&text[..start]);
+            match text[start..].find("</system-reminder>") {
+                Some(end) => text = &text[start + end + "</system-reminder>".len()..],
+                None => text = "",
+            }
+        }
+        kept.push_str(text);
+        kept.trim().to_owned()
+    }
+}
+
 impl RecordedRequest {
     /// The value of a header (case-insensitive name).
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -248,6 +266,17 @@ mod tests {
                 text: "bad line".into(),
             }]
         );
+    }
+
+    #[test]
+    fn reminders_are_stripped_from_tool_results() {
+        let result = ToolResult {
+            tool_use_id: "t".into(),
+            tool_name: None,
+            is_error: false,
+            text: "{\"a\":1}\n\n<system-reminder>\nleft\n</system-reminder>\n".into(),
+        };
+        assert_eq!(result.text_without_reminders(), "{\"a\":1}");
     }
 
     #[test]
