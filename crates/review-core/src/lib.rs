@@ -8,6 +8,7 @@
 //!
 //! **Architecture Invariant:** this crate does no I/O and has no async.
 
+pub mod agent_requests;
 pub mod anchor;
 pub mod build_commands;
 pub mod diff;
@@ -18,3 +19,4 @@ pub mod passes;
 pub mod payload;
 pub mod platform;
 pub mod prompt;
+pub mod snapshot;
