@@ -36,10 +36,10 @@
 //!
 //! ## Why not diffy's parser
 //!
-//! DESIGN.md suggests diffy 0.5. Trying it on the cases we must handle showed
-//! four problems that matter for anchoring, so the parser here is our own
-//! (diffy stays a test oracle: the tests check that both agree on well-formed
-//! diffs):
+//! DESIGN.md suggests diffy 0.5. Trying it (0.5.2) on the cases we must handle
+//! showed four problems that matter for anchoring, so the parser here is our
+//! own, and diffy is a test oracle instead: a property test checks that both
+//! read the same hunks and lines from well-formed random diffs.
 //!
 //! 1. Lines after a hunk's declared count are skipped as "trailing garbage"
 //!    (GNU patch leniency), so a hunk whose header under-counts silently loses
@@ -51,6 +51,23 @@
 //!    such paths lossily and keep going.
 //! 4. Empty input is an error ("no valid patches found"); for us it is a pull
 //!    request with no changes.
+//!
+//! ## What is not supported
+//!
+//! Combined diffs of merges (`diff --cc`, `@@@`) are rejected with an error
+//! saying to diff base against head. Text before the first file header (a
+//! commit message from `git show` or `git format-patch`) is rejected rather
+//! than skipped, so an error page or a truncated download never reads as an
+//! empty diff. Paths that are not UTF-8 are decoded lossily (U+FFFD).
+//!
+//! ## The index
+//!
+//! Construction indexes the files by path (a hash map, plus one for the old
+//! paths of renames and copies) and keeps, per file and side, the sorted line
+//! ranges of its hunks: all a comment lookup needs (see [`crate::anchor`]).
+//! Parsing and indexing a 3,000-file, 100,000-changed-line diff takes about a
+//! tenth of a second and holds about 16 MiB (`benches/anchor.rs`,
+//! `examples/diff_memory.rs`).
 
 mod error;
 mod parse;
