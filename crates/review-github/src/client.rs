@@ -276,6 +276,11 @@ impl GitHubClient {
         }
     }
 
+    /// Whose budget a request in `scope` spends (`token`, `app`, `installation:{id}`).
+    pub(crate) async fn credential_label(&self, scope: &Scope) -> Result<String, GitHubError> {
+        Ok(self.resolve(scope).await?.cache_scope)
+    }
+
     /// The credential for `scope`, looking up (and caching) App installations.
     async fn resolve(&self, scope: &Scope) -> Result<Resolved, GitHubError> {
         let (app_client, pinned) = match &self.inner.authentication {

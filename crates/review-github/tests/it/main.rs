@@ -9,6 +9,7 @@ mod conditional;
 mod cycle_cost;
 mod labels;
 mod pagination;
+mod pulls;
 mod rate_limits;
 mod retries;
 mod reviews;

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use review_github::{GitHubError, WaitReason};
-use review_testkit::github::{Fault, FaultRule};
+use review_github::{GitHubError, RepositoryName, WaitReason};
+use review_testkit::github::{Fault, FaultRule, GithubSim, SimOptions};
 
 use crate::support::{assert_conformant, fixture, statuses_and_costs, token_client};
 
@@ -162,5 +162,71 @@ async fn a_secondary_limit_that_never_lifts_exhausts_the_retries() {
             .requests_for("issues/list-labels-on-issue")
             .len(),
         5
+    );
+}
+
+#[tokio::test]
+async fn a_spent_budget_that_resets_soon_is_waited_for_without_a_refusal() {
+    let sim = GithubSim::start_with(SimOptions {
+        primary_limit: 1,
+        primary_window: Duration::from_secs(2),
+        ..SimOptions::default()
+    })
+    .unwrap();
+    let bot = sim.user("review-bot");
+    sim.repo("acme/widgets")
+        .file("README.md", "# widgets\n")
+        .create()
+        .unwrap()
+        .pull_request("feature")
+        .add("src/a.rs", "pub fn a() {}\n")
+        .label("bot-review-needed")
+        .open()
+        .unwrap();
+    let client = token_client(&sim, &bot.token);
+    let repository = RepositoryName::parse("acme/widgets").unwrap();
+    client.get_pull_request(&repository, 1).await.unwrap();
+
+    let labels = client.list_labels(&repository, 1).await.unwrap();
+
+    assert_eq!(labels, vec!["bot-review-needed"]);
+    let statuses: Vec<u16> = sim.requests().iter().map(|record| record.status).collect();
+    assert_eq!(
+        statuses,
+        vec![200, 200],
+        "no request was spent on a refusal"
+    );
+    let waits = client.recent_waits();
+    assert_eq!(waits.len(), 1);
+    assert_eq!(waits[0].reason, WaitReason::PrimaryReset);
+    assert!(waits[0].duration <= Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn the_rate_limit_endpoint_is_free_and_updates_the_state() {
+    let fixture = fixture();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+
+    let budgets = client
+        .get_rate_limit(Some(&fixture.repository))
+        .await
+        .unwrap();
+
+    let core = budgets
+        .iter()
+        .find(|budget| budget.resource == "core")
+        .unwrap();
+    assert_eq!(core.credential, "token");
+    assert_eq!(core.limit, 5_000);
+    assert!(budgets.iter().any(|budget| budget.resource == "search"));
+    assert_eq!(
+        statuses_and_costs(&fixture.sim, "rate-limit/get"),
+        vec![(200, 0)]
+    );
+    assert!(
+        client
+            .rate_limit_state()
+            .iter()
+            .any(|budget| budget.resource == "search")
     );
 }
