@@ -430,6 +430,9 @@ pub struct SearchResults {
 /// A rate-limit budget as GitHub last reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RateLimitSnapshot {
+    /// Whose budget: `token` (the personal access token), `app` (the App's
+    /// JWT) or `installation:{id}`.
+    pub credential: String,
     /// `core`, `search`, `graphql`, …
     pub resource: String,
     /// Requests allowed per window.

@@ -305,10 +305,10 @@ impl Transport {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            self.wait_for_known_budget(request)?;
+            self.wait_for_known_budget(cache_scope, request).await?;
             let cached = cache_key.as_deref().and_then(|key| self.cache.get(key));
             let outcome = self
-                .traced_attempt(client, request, cached.as_ref(), attempt)
+                .traced_attempt(client, cache_scope, request, cached.as_ref(), attempt)
                 .await;
             let context = AttemptContext {
                 request,
@@ -339,6 +339,7 @@ impl Transport {
     async fn traced_attempt(
         &self,
         client: &Octocrab,
+        credential_scope: &str,
         request: &ApiRequest,
         cached: Option<&CachedAnswer>,
         attempt: u32,
@@ -370,7 +371,9 @@ impl Transport {
                 Attempt::Answer(answer) => {
                     current.record("status", answer.status.as_u16());
                     current.record("from_cache", answer.from_cache);
-                    if let Some(snapshot) = self.rate_limits.observe(&answer.headers) {
+                    if let Some(snapshot) =
+                        self.rate_limits.observe(credential_scope, &answer.headers)
+                    {
                         current.record("remaining", snapshot.remaining);
                     }
                     tracing::debug!("answered");
@@ -531,17 +534,30 @@ impl Transport {
     }
 
     /// When the last answer said this budget is spent, waits for its reset
-    /// (if that is soon enough) instead of spending a request on a refusal.
-    fn wait_for_known_budget(&self, request: &ApiRequest) -> Result<(), GitHubError> {
+    /// (if that is soon enough) instead of spending a request on a refusal,
+    /// and fails with a clear error when it is not.
+    async fn wait_for_known_budget(
+        &self,
+        credential_scope: &str,
+        request: &ApiRequest,
+    ) -> Result<(), GitHubError> {
         let now = Utc::now();
-        if let Some(reset_at) = self.rate_limits.exhausted_until(request.resource, now) {
-            let wait = (reset_at - now).to_std().unwrap_or_default();
+        if let Some(reset_at) =
+            self.rate_limits
+                .exhausted_until(credential_scope, request.resource, now)
+        {
+            let wait = (reset_at - now)
+                .to_std()
+                .unwrap_or_default()
+                .saturating_add(Duration::from_secs(1));
             if wait > self.settings.max_rate_limit_wait {
                 return Err(GitHubError::RateLimitExhausted {
                     resource: request.resource.to_owned(),
                     reset_at,
                 });
             }
+            self.record_wait(request.route, WaitReason::PrimaryReset, wait);
+            tokio::time::sleep(wait).await;
         }
         Ok(())
     }
