@@ -4,3 +4,8 @@
 //! rules and headers), a scripted model server speaking the Anthropic Messages
 //! API for the real Claude Code CLI, and git fixtures. Used by tests only; it
 //! never fakes our own code.
+
+pub mod github;
+pub mod model;
+pub mod openapi;
+pub mod tools;

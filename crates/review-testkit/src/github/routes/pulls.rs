@@ -1,0 +1,116 @@
+//! Pull requests: `pulls/get` (JSON, and the diff and patch media types with GitHub's 406
+//! `too_large`), and `pulls/list-files` (per-file patches, paginated, capped at 3,000).
+
+use axum::http::StatusCode;
+
+use super::super::api::{ApiError, Context, Reply, paginate};
+use super::super::render::{self, PullStats};
+use super::super::state::SimState;
+use super::{pull_of, visible_repository};
+
+/// What the `Accept` header asks `pulls/get` for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MediaType {
+    Json,
+    Diff,
+    Patch,
+}
+
+fn media_type(accept: &str) -> MediaType {
+    let accept = accept.to_ascii_lowercase();
+    if accept.contains("application/vnd.github.diff")
+        || accept.contains("application/vnd.github.v3.diff")
+    {
+        MediaType::Diff
+    } else if accept.contains("application/vnd.github.patch")
+        || accept.contains("application/vnd.github.v3.patch")
+    {
+        MediaType::Patch
+    } else {
+        MediaType::Json
+    }
+}
+
+/// GitHub's 406 for a diff past its limits.
+fn too_large(message: String) -> ApiError {
+    let mut error = ApiError::new(StatusCode::NOT_ACCEPTABLE, message)
+        .with_documentation("https://docs.github.com/rest/pulls/pulls#list-pull-requests-files");
+    error.errors = Some(serde_json::json!([ApiError::field_error(
+        "PullRequest",
+        "diff",
+        "too_large",
+        None
+    )]));
+    error
+}
+
+/// `GET /repos/{owner}/{repo}/pulls/{pull_number}`
+pub(super) fn get(state: &mut SimState, context: &Context) -> Result<Reply, ApiError> {
+    let key = visible_repository(state, context)?;
+    let number = context.number_param("pull_number")?;
+    let (repository, pull) = pull_of(state, &key, number)?;
+    let head_sha = state.head_sha(repository, pull)?;
+    let base_sha = state.base_sha(repository, pull)?;
+    let git = state.git(repository);
+    let merge_base = git.merge_base(&base_sha, &head_sha)?;
+    let commits = match &merge_base {
+        Some(merge_base) => git.commits_between(merge_base, &head_sha)?.len(),
+        None => 0,
+    };
+    let diff = state.pull_diff(&key, &base_sha, &head_sha)?;
+    match media_type(context.accept()) {
+        MediaType::Diff | MediaType::Patch if diff.files.len() > state.options.diff_max_files => {
+            Err(too_large(format!(
+                "Sorry, the diff exceeded the maximum number of files ({}). Consider using 'List pull requests files' API or locally cloning the repository instead.",
+                state.options.diff_max_files
+            )))
+        }
+        MediaType::Diff | MediaType::Patch if diff.line_count() > state.options.diff_max_lines => {
+            Err(too_large(format!(
+                "Sorry, the diff exceeded the maximum number of lines ({}). Consider using 'List pull requests files' API or locally cloning the repository instead.",
+                state.options.diff_max_lines
+            )))
+        }
+        MediaType::Diff => Ok(Reply::text(
+            "application/vnd.github.diff; charset=utf-8",
+            diff.text.clone(),
+        )),
+        MediaType::Patch => {
+            let from = merge_base.unwrap_or_else(|| base_sha.clone());
+            Ok(Reply::text(
+                "application/vnd.github.patch; charset=utf-8",
+                git.format_patch(&from, &head_sha)?,
+            ))
+        }
+        MediaType::Json => {
+            let (repository, pull) = pull_of(state, &key, number)?;
+            let pull_stats = PullStats {
+                commits,
+                additions: diff.files.iter().map(|file| file.additions).sum(),
+                deletions: diff.files.iter().map(|file| file.deletions).sum(),
+                changed_files: diff.files.len(),
+            };
+            Ok(Reply::ok(render::pull_request(
+                state, repository, pull, &head_sha, &base_sha, pull_stats,
+            )))
+        }
+    }
+}
+
+/// `GET /repos/{owner}/{repo}/pulls/{pull_number}/files`
+pub(super) fn list_files(state: &mut SimState, context: &Context) -> Result<Reply, ApiError> {
+    let key = visible_repository(state, context)?;
+    let number = context.number_param("pull_number")?;
+    let (repository, pull) = pull_of(state, &key, number)?;
+    let head_sha = state.head_sha(repository, pull)?;
+    let base_sha = state.base_sha(repository, pull)?;
+    let diff = state.pull_diff(&key, &base_sha, &head_sha)?;
+    let (repository, _) = pull_of(state, &key, number)?;
+    let items = diff
+        .files
+        .iter()
+        .take(state.options.max_listed_files)
+        .map(|file| render::diff_entry(state, repository, &head_sha, file))
+        .collect();
+    Ok(paginate(context, &state.base_url, items))
+}
