@@ -43,4 +43,8 @@ pub enum Command {
 
     /// Read changed paths on standard input and print the platforms and review guides they select.
     DetectPlatform(commands::platform::DetectPlatformArgs),
+
+    /// Serve the agent's MCP server over standard input/output (comment tools,
+    /// comment threads, `present_review`).
+    Mcp(commands::mcp::McpArgs),
 }

@@ -2,6 +2,7 @@
 
 pub mod discover;
 pub mod findings;
+pub mod mcp;
 pub mod platform;
 
 use std::process::ExitCode;
@@ -15,6 +16,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Findings(command) => findings::run(&command),
         Command::DiscoverCommands(args) => discover::run(&args),
         Command::DetectPlatform(args) => platform::run(&args),
+        Command::Mcp(args) => mcp::run(args),
     }
 }
 
@@ -22,7 +24,6 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 ///
 /// Plumbing commands are synchronous; the ones that talk to the store, GitHub
 /// or an MCP client call this.
-#[allow(dead_code)] // used by the async subcommands as they land
 pub fn block_on<F: Future>(future: F) -> anyhow::Result<F::Output> {
     use anyhow::Context as _;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -2,6 +2,8 @@
 
 mod discover;
 mod findings;
+mod mcp;
+mod mcp_inspector;
 mod platform;
 
 use std::path::Path;
