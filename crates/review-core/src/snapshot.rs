@@ -17,6 +17,7 @@
 //!     "base_ref": "main", "head_ref": "feature", "base_sha": "…", "head_sha": "…"
 //!   },
 //!   "diff": "diff --git a/src/lib.rs b/src/lib.rs\n…",
+//!   "files": [],
 //!   "review_threads": [
 //!     {
 //!       "path": "src/lib.rs", "line": 12, "side": "RIGHT", "start_line": null,
@@ -32,6 +33,12 @@
 //! }
 //! ```
 //!
+//! `diff` is the whole unified diff. When GitHub refuses it as too large
+//! (past 300 files or 20,000 lines), `diff` is empty and `files` holds the
+//! per-file patches instead (`path`, `previous_path`, `change`, `patch`;
+//! `patch` is absent for binary and huge files), with `files_truncated` set
+//! when GitHub's 3,000-file cap cut the list.
+//!
 //! A review thread is GitHub's top-level review comment followed by its replies
 //! in order; only the first comment of a thread can take a reply (GitHub's rule).
 //! `replied` says the bot already answered that thread (or issue comment), as
@@ -44,6 +51,8 @@
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
+
+use crate::diff::{ChangeKind, ChangedFile, DiffError, PullRequestDiff};
 
 /// The snapshot format version this code writes and reads.
 pub const SNAPSHOT_VERSION: u32 = 1;
@@ -60,13 +69,37 @@ pub struct PullRequestSnapshot {
     pub pull_request: PullRequestInfo,
     /// The pull request's unified diff (base…head), as `git diff` or GitHub's
     /// `.diff` media type prints it. Inline comments are checked against it.
+    /// Empty when `files` carries the per-file patches instead.
+    #[serde(default)]
     pub diff: String,
+    /// The per-file patches, when GitHub would not give the whole diff.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<SnapshotFile>,
+    /// Whether `files` stopped at GitHub's cap, so some changed files are missing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub files_truncated: bool,
     /// Review threads (inline comment conversations), oldest first.
     #[serde(default)]
     pub review_threads: Vec<ReviewThread>,
     /// Issue comments on the pull request's conversation tab, oldest first.
     #[serde(default)]
     pub issue_comments: Vec<IssueComment>,
+}
+
+/// One changed file with its patch, when the snapshot carries per-file patches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotFile {
+    /// The file's path (the old path of a deleted file).
+    pub path: String,
+    /// The path before a rename or copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_path: Option<String>,
+    /// What happened to the file.
+    pub change: ChangeKind,
+    /// The hunks without file headers; absent for binary and very large files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
 }
 
 /// A pull request's metadata.
@@ -222,6 +255,20 @@ impl PullRequestSnapshot {
         Ok(snapshot)
     }
 
+    /// The diff model of the pull request: from `files` when present, else from `diff`.
+    pub fn parsed_diff(&self) -> Result<PullRequestDiff, DiffError> {
+        if self.files.is_empty() {
+            PullRequestDiff::parse(&self.diff)
+        } else {
+            PullRequestDiff::from_changed_files(self.files.iter().map(|file| ChangedFile {
+                path: &file.path,
+                previous_path: file.previous_path.as_deref(),
+                change: file.change,
+                patch: file.patch.as_deref(),
+            }))
+        }
+    }
+
     /// Serialises the snapshot as the pipeline writes it.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a snapshot always serialises")
@@ -230,6 +277,12 @@ impl PullRequestSnapshot {
     /// Checks the rules the types cannot express: non-empty threads and
     /// comment ids unique across the pull request.
     pub fn check(&self) -> Result<(), SnapshotError> {
+        if !self.diff.trim().is_empty() && !self.files.is_empty() {
+            return Err(SnapshotError::Inconsistent(
+                "both `diff` and `files` are set; give the unified diff or the per-file patches, not both"
+                    .to_owned(),
+            ));
+        }
         if !is_owner_slash_name(&self.repository) {
             return Err(SnapshotError::Inconsistent(format!(
                 "repository {:?} is not of the form owner/name",
@@ -324,6 +377,8 @@ mod tests {
                 head_sha: "b".repeat(40),
             },
             diff: String::new(),
+            files: Vec::new(),
+            files_truncated: false,
             review_threads: vec![ReviewThread {
                 path: "src/lib.rs".into(),
                 line: Some(3),
@@ -404,6 +459,28 @@ mod tests {
             PullRequestSnapshot::from_json(&text),
             Err(SnapshotError::Inconsistent(_))
         ));
+    }
+
+    #[test]
+    fn the_diff_comes_from_the_unified_text_or_the_per_file_patches() {
+        let mut snapshot = sample();
+        snapshot.diff =
+            "diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1 +1,2 @@\n a\n+b\n".into();
+        assert_eq!(snapshot.parsed_diff().unwrap().files()[0].path, "a.rs");
+        snapshot.files = vec![SnapshotFile {
+            path: "b.rs".into(),
+            previous_path: None,
+            change: ChangeKind::Added,
+            patch: Some("@@ -0,0 +1 @@\n+b".into()),
+        }];
+        assert!(matches!(
+            snapshot.check(),
+            Err(SnapshotError::Inconsistent(_))
+        ));
+        snapshot.diff.clear();
+        let text = snapshot.to_json();
+        let parsed = PullRequestSnapshot::from_json(&text).unwrap();
+        assert_eq!(parsed.parsed_diff().unwrap().files()[0].path, "b.rs");
     }
 
     #[test]

@@ -245,6 +245,8 @@ mod tests {
                 head_sha: "b".into(),
             },
             diff: String::new(),
+            files: Vec::new(),
+            files_truncated: false,
             review_threads: vec![
                 ReviewThread {
                     path: "src/a.rs".into(),

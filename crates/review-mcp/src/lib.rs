@@ -12,6 +12,8 @@
 //! - [`comments_view`]: `github_get_pr_comments`' answer from a snapshot.
 //! - [`document`] and [`panel`]: `present_review`'s document and its delivery.
 //! - [`server`]: the rmcp server and its five tools.
+//! - [`live`]: live mode (GitHub and the store directly), and
+//!   [`github_snapshot`]: the snapshot built from what review-github reads.
 
 pub use server::{ReviewServer, ServerOptions, Source};
 pub use settings::SERVER_NAME;
@@ -21,6 +23,8 @@ pub mod collector;
 pub mod comments_file;
 pub mod comments_view;
 pub mod document;
+pub mod github_snapshot;
+pub mod live;
 pub mod panel;
 pub mod server;
 pub mod settings;

@@ -37,6 +37,7 @@ use crate::arguments::{
 use crate::comments_file::append_line;
 use crate::comments_view::{comments_view, thread_id};
 use crate::document::{self, Edit, PresentMode};
+use crate::live::LiveSource;
 use crate::panel::{Delivery, PROTOCOL, PanelMessage, PanelSettings};
 use crate::settings::COMMENTS_FILE_VARIABLE;
 
@@ -58,11 +59,15 @@ const FILES_SHOWN: usize = 20;
 
 /// What the server reads the pull request from.
 #[derive(Debug)]
+// Built once per process and moved into the server: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Source {
     /// Pipeline mode: the snapshot the pipeline wrote, if it gave one. Without
     /// one the comment tools and `present_review` still work (inline comments
     /// unchecked); the comment-thread tools answer with an error.
     Snapshot(Option<PullRequestSnapshot>),
+    /// Live mode: GitHub and the local store, for a developer's own session.
+    Live(Box<LiveSource>),
 }
 
 /// Everything the server needs, resolved by whoever starts it.
@@ -88,8 +93,8 @@ pub struct ReviewServer {
 struct State {
     /// Where requests are appended; `None` makes the write tools warn and succeed (seed 000).
     comments_file: Option<PathBuf>,
-    /// The snapshot and its parsed diff, in pipeline mode with a snapshot.
-    pull_request: Option<PullRequest>,
+    /// Where the pull request is read from.
+    backend: Backend,
     /// Where `present_review` delivers.
     panel: PanelSettings,
     /// The review document `present_review` builds, the server's truth.
@@ -97,6 +102,13 @@ struct State {
     /// Comments replied to during this session, so a second reply is refused
     /// and `github_get_pr_comments` stops listing them (seed 002).
     replied: Mutex<HashSet<(ReplyTarget, u64)>>,
+}
+
+enum Backend {
+    /// Pipeline mode, with the snapshot and its parsed diff when one was given.
+    Snapshot(Option<Box<PullRequest>>),
+    /// Live mode.
+    Live(Box<LiveSource>),
 }
 
 struct PullRequest {
@@ -109,9 +121,10 @@ struct PullRequest {
 impl ReviewServer {
     /// Builds a server from resolved options.
     pub fn new(options: ServerOptions) -> Self {
-        let Source::Snapshot(snapshot) = options.source;
-        let pull_request = snapshot.map(|snapshot| {
-            let diff = PullRequestDiff::parse(&snapshot.diff).map_err(|error| error.to_string());
+        let backend = match options.source {
+            Source::Live(live) => Backend::Live(live),
+            Source::Snapshot(snapshot) => Backend::Snapshot(snapshot.map(|snapshot| {
+            let diff = snapshot.parsed_diff().map_err(|error| error.to_string());
             if let Err(error) = &diff {
                 tracing::warn!(
                     repository = %snapshot.repository,
@@ -119,12 +132,13 @@ impl ReviewServer {
                     "the snapshot's diff could not be parsed ({error}); inline comments will be recorded unchecked"
                 );
             }
-            PullRequest { snapshot, diff }
-        });
+            Box::new(PullRequest { snapshot, diff })
+        })),
+        };
         Self {
             state: Arc::new(State {
                 comments_file: options.comments_file,
-                pull_request,
+                backend,
                 panel: options.panel,
                 document: tokio::sync::Mutex::new(String::new()),
                 replied: Mutex::new(HashSet::new()),
@@ -241,11 +255,11 @@ impl ReviewServer {
                 Ok(arguments) => arguments,
                 Err(message) => return tool_error(message),
             };
-        let pull_request = match self.pull_request("github_get_pr_comments") {
-            Ok(pull_request) => pull_request,
+        let snapshot = match self.current_snapshot("github_get_pr_comments").await {
+            Ok(snapshot) => snapshot,
             Err(message) => return tool_error(message),
         };
-        let snapshot = self.with_session_replies(&pull_request.snapshot);
+        let snapshot = self.with_session_replies(&snapshot);
         let view = comments_view(&snapshot, arguments.include_replied.unwrap_or(false));
         let text =
             serde_json::to_string_pretty(&view).expect("the comments view always serialises");
@@ -271,20 +285,36 @@ impl ReviewServer {
                 "github_post_pr_reply: {problem}. Nothing was recorded; call it again with {REPLY_USAGE}."
             ));
         }
-        let pull_request = match self.pull_request("github_post_pr_reply") {
-            Ok(pull_request) => pull_request,
+        let snapshot = match self.current_snapshot("github_post_pr_reply").await {
+            Ok(snapshot) => snapshot,
             Err(message) => return tool_error(message),
         };
-        let (comment_id, target) =
-            match resolve_reply_target(&pull_request.snapshot, &arguments.comment_id) {
-                Ok(found) => found,
-                Err(message) => return tool_error(message),
-            };
+        let (comment_id, target) = match resolve_reply_target(&snapshot, &arguments.comment_id) {
+            Ok(found) => found,
+            Err(message) => return tool_error(message),
+        };
         if !self.claim_reply(target, comment_id) {
             return tool_error(format!(
                 "github_post_pr_reply: you already replied to comment {comment_id} in this review; one reply \
                  per comment. Nothing was recorded."
             ));
+        }
+        if let Backend::Live(live) = &self.state.backend {
+            return match live
+                .post_reply(&snapshot, comment_id, target, &arguments.message)
+                .await
+            {
+                Ok(url) => CallToolResult::success(vec![ContentBlock::text(format!(
+                    "Posted the reply to comment {comment_id}: {url}"
+                ))]),
+                Err(error) => {
+                    self.release_reply(target, comment_id);
+                    tracing::error!(pull_request = %live.describe(), "posting a reply failed: {error}");
+                    tool_error(format!(
+                        "github_post_pr_reply: posting to GitHub failed: {error}. Try again later."
+                    ))
+                }
+            };
         }
         let request = AgentRequest::Reply(ReplyRequest {
             comment_id,
@@ -394,14 +424,32 @@ impl ReviewServer {
         }
     }
 
-    fn pull_request(&self, tool: &str) -> Result<&PullRequest, String> {
-        self.state.pull_request.as_ref().ok_or_else(|| {
-            format!(
+    /// The pull request's comments as they stand: the snapshot, or fresh from GitHub in live mode.
+    async fn current_snapshot(&self, tool: &str) -> Result<PullRequestSnapshot, String> {
+        match &self.state.backend {
+            Backend::Snapshot(Some(pull_request)) => Ok(pull_request.snapshot.clone()),
+            Backend::Snapshot(None) => Err(format!(
                 "{tool} needs the pull request's snapshot, and this server was started without one \
                  ({} is not set). The comment tools and present_review still work.",
                 crate::settings::SNAPSHOT_VARIABLE
-            )
-        })
+            )),
+            Backend::Live(live) => live.snapshot().await.map_err(|error| {
+                tracing::error!(pull_request = %live.describe(), "reading the comments failed: {error}");
+                format!("{tool}: reading the pull request's comments from GitHub failed: {error}. Try again later.")
+            }),
+        }
+    }
+
+    /// The diff inline comments are checked against: `None` without one,
+    /// `Some(Err)` when it could not be read.
+    fn diff(&self) -> Option<Result<&PullRequestDiff, &str>> {
+        match &self.state.backend {
+            Backend::Snapshot(None) => None,
+            Backend::Snapshot(Some(pull_request)) => {
+                Some(pull_request.diff.as_ref().map_err(String::as_str))
+            }
+            Backend::Live(live) => Some(live.model.as_ref().map_err(String::as_str)),
+        }
     }
 
     /// The snapshot with this session's replies marked as replied.
@@ -443,13 +491,13 @@ impl ReviewServer {
         &self,
         comment: InlineComment,
     ) -> Result<(InlineComment, &'static str), String> {
-        let Some(pull_request) = &self.state.pull_request else {
+        let Some(diff) = self.diff() else {
             return Ok((
                 comment,
                 " (not checked against a diff: this server has no snapshot)",
             ));
         };
-        let Ok(diff) = &pull_request.diff else {
+        let Ok(diff) = diff else {
             return Ok((
                 comment,
                 " (not checked: the pull request's diff could not be read)",

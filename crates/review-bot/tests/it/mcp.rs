@@ -58,6 +58,8 @@ fn snapshot() -> PullRequestSnapshot {
             head_sha: "b".repeat(40),
         },
         diff: DIFF.into(),
+        files: Vec::new(),
+        files_truncated: false,
         review_threads: vec![ReviewThread {
             path: "src/lib.rs".into(),
             line: Some(2),

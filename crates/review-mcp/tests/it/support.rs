@@ -69,6 +69,8 @@ pub fn snapshot() -> PullRequestSnapshot {
             head_sha: "b".repeat(40),
         },
         diff: DIFF.into(),
+        files: Vec::new(),
+        files_truncated: false,
         review_threads: vec![
             ReviewThread {
                 path: "src/lib.rs".into(),
