@@ -43,4 +43,8 @@ pub enum Command {
 
     /// Read changed paths on standard input and print the platforms and review guides they select.
     DetectPlatform(commands::platform::DetectPlatformArgs),
+
+    /// Import the seed's reply-tracking file into the store, or export the store's replies.
+    #[command(subcommand)]
+    Replies(commands::replies::RepliesCommand),
 }

@@ -101,6 +101,25 @@ const ALL: Sql = Sql::same(
 );
 const SCHEMA: Sql = Sql::same("SELECT MAX(version) FROM _sqlx_migrations WHERE success");
 
+/// The earliest `replied_at` accepted: before GitHub, so surely a broken clock or file.
+const EARLIEST_REPLY: &str = "2000-01-01T00:00:00Z";
+/// The latest `replied_at` accepted (both databases hold far later; a reply can't).
+const LATEST_REPLY: &str = "9999-12-31T23:59:59Z";
+
+/// Checks that a reply time is plausible and storable in both databases.
+pub(crate) fn check_replied_at(replied_at: DateTime<Utc>) -> Result<(), String> {
+    let earliest: DateTime<Utc> = EARLIEST_REPLY.parse().expect("a valid constant");
+    let latest: DateTime<Utc> = LATEST_REPLY.parse().expect("a valid constant");
+    if (earliest..=latest).contains(&replied_at) {
+        Ok(())
+    } else {
+        Err(format!(
+            "replied_at {} is outside {EARLIEST_REPLY} to {LATEST_REPLY}",
+            replied_at.to_rfc3339()
+        ))
+    }
+}
+
 /// Rows per multi-row `INSERT` when importing (4 parameters each; far below
 /// either database's parameter limit).
 const IMPORT_CHUNK: usize = 500;
@@ -255,6 +274,8 @@ impl Store {
                 to_database_integer(reply.comment_id.0, "comment id")?,
             );
             to_database_integer(reply.pull_request, "pull request number")?;
+            check_replied_at(reply.replied_at)
+                .map_err(|reason| StoreError::invalid("reply time", reason))?;
             match earliest.get_mut(&key) {
                 Some(kept) => {
                     duplicates_in_input += 1;

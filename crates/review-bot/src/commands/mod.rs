@@ -3,6 +3,7 @@
 pub mod discover;
 pub mod findings;
 pub mod platform;
+pub mod replies;
 
 use std::process::ExitCode;
 
@@ -15,6 +16,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Findings(command) => findings::run(&command),
         Command::DiscoverCommands(args) => discover::run(&args),
         Command::DetectPlatform(args) => platform::run(&args),
+        Command::Replies(command) => replies::run(&command),
     }
 }
 

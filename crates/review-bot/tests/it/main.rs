@@ -3,6 +3,7 @@
 mod discover;
 mod findings;
 mod platform;
+mod replies;
 
 use std::path::Path;
 use std::process::Command;
