@@ -38,6 +38,8 @@ fn serve(arguments: &Arguments) -> Result<GithubSim, SimError> {
     let sim = GithubSim::start_on(arguments.addr, SimOptions::default())?;
     let user = sim.user("review-bot");
     let repo = sim.import_repo("acme/widgets", &arguments.repo, &arguments.base)?;
+    // Fails with "acme/widgets has no branch …" when the head branch is missing.
+    repo.branch_sha(&arguments.head)?;
     let mut pull = repo
         .pull_request(&arguments.head)
         .base(&arguments.base)

@@ -7,6 +7,7 @@
 //! with the user's and the system's git configuration switched off, so a developer's
 //! `~/.gitconfig` can never change what the simulator answers.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -363,7 +364,8 @@ impl GitRepository {
     }
 
     /// Builds a commit from `parent`'s tree with `changes` applied and returns its SHA. Nothing
-    /// points at it until [`Self::update_branch`].
+    /// points at it until [`Self::update_branch`]. A fixed number of git processes runs
+    /// whatever the number of files (blobs hashed in one batch, the index written in one go).
     pub fn commit_changes(
         &self,
         parent: Option<&str>,
@@ -375,58 +377,63 @@ impl GitRepository {
             path: std::env::temp_dir(),
             source,
         })?;
+        let mut entries = match parent {
+            Some(parent) => self.tree_entries(parent)?,
+            None => BTreeMap::new(),
+        };
+        let contents: Vec<&[u8]> = changes
+            .iter()
+            .filter_map(|change| match change {
+                TreeChange::Write { contents, .. }
+                | TreeChange::Rename {
+                    contents: Some(contents),
+                    ..
+                } => Some(contents.as_slice()),
+                _ => None,
+            })
+            .collect();
+        let mut blobs = self.hash_blobs(scratch.path(), &contents)?.into_iter();
+        let missing = |path: &str| {
+            SimError::Scenario(format!(
+                "cannot delete or rename {path:?}: the parent commit has no such file"
+            ))
+        };
+        for change in changes {
+            match change {
+                TreeChange::Write {
+                    path, executable, ..
+                } => {
+                    let mode = if *executable { "100755" } else { "100644" };
+                    let blob = blobs.next().unwrap_or_default();
+                    entries.insert(path.clone(), (mode.to_owned(), blob));
+                }
+                TreeChange::Delete { path } => {
+                    entries.remove(path).ok_or_else(|| missing(path))?;
+                }
+                TreeChange::Rename { from, to, contents } => {
+                    let (mode, old_blob) = entries.remove(from).ok_or_else(|| missing(from))?;
+                    let blob = if contents.is_some() {
+                        blobs.next().unwrap_or_default()
+                    } else {
+                        old_blob
+                    };
+                    entries.insert(to.clone(), (mode, blob));
+                }
+            }
+        }
+        let mut index_info = Vec::new();
+        for (path, (mode, blob)) in &entries {
+            index_info.extend_from_slice(format!("{mode} {blob}\t{path}").as_bytes());
+            index_info.push(0);
+        }
         let index = scratch.path().join("index");
         let with_index = |args: &[&str], stdin: Option<&[u8]>| {
             let mut command = self.command();
             command.env("GIT_INDEX_FILE", &index).args(args);
             run(command, stdin)
         };
-        match parent {
-            Some(parent) => with_index(&["read-tree", parent], None)?,
-            None => with_index(&["read-tree", "--empty"], None)?,
-        };
-        for change in changes {
-            match change {
-                TreeChange::Write {
-                    path,
-                    contents,
-                    executable,
-                } => {
-                    let blob = self.hash_blob(contents)?;
-                    let mode = if *executable { "100755" } else { "100644" };
-                    with_index(
-                        &[
-                            "update-index",
-                            "--add",
-                            "--cacheinfo",
-                            &format!("{mode},{blob},{path}"),
-                        ],
-                        None,
-                    )?;
-                }
-                TreeChange::Delete { path } => {
-                    require_tracked(&with_index, path)?;
-                    with_index(&["update-index", "--force-remove", "--", path], None)?;
-                }
-                TreeChange::Rename { from, to, contents } => {
-                    let (mode, old_blob) = require_tracked(&with_index, from)?;
-                    let blob = match contents {
-                        Some(contents) => self.hash_blob(contents)?,
-                        None => old_blob,
-                    };
-                    with_index(&["update-index", "--force-remove", "--", from], None)?;
-                    with_index(
-                        &[
-                            "update-index",
-                            "--add",
-                            "--cacheinfo",
-                            &format!("{mode},{blob},{to}"),
-                        ],
-                        None,
-                    )?;
-                }
-            }
-        }
+        with_index(&["read-tree", "--empty"], None)?;
+        with_index(&["update-index", "-z", "--index-info"], Some(&index_info))?;
         let tree = text(with_index(&["write-tree"], None)?).trim().to_owned();
         let mut command = self.command();
         let date = author.date.to_rfc3339();
@@ -448,6 +455,57 @@ impl GitRepository {
         Ok(sha)
     }
 
+    /// Every file of a commit's tree: path → (mode, object SHA).
+    fn tree_entries(&self, commit: &str) -> Result<BTreeMap<String, (String, String)>, SimError> {
+        let out = self.git(&["ls-tree", "-r", "-z", "--full-tree", commit], None)?;
+        let mut entries = BTreeMap::new();
+        for record in out
+            .split(|&byte| byte == 0)
+            .filter(|record| !record.is_empty())
+        {
+            let record = String::from_utf8_lossy(record);
+            let (meta, path) = record.split_once('\t').ok_or_else(|| {
+                SimError::Unexpected(format!("unreadable git ls-tree entry {record:?}"))
+            })?;
+            let mut fields = meta.split(' ');
+            let mode = fields.next().unwrap_or_default().to_owned();
+            let object = fields.nth(1).unwrap_or_default().to_owned();
+            entries.insert(path.to_owned(), (mode, object));
+        }
+        Ok(entries)
+    }
+
+    /// Writes blobs for all `contents` with one `git hash-object` and returns their SHAs.
+    fn hash_blobs(&self, scratch: &Path, contents: &[&[u8]]) -> Result<Vec<String>, SimError> {
+        if contents.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut paths = String::new();
+        for (index, content) in contents.iter().enumerate() {
+            let path = scratch.join(format!("blob-{index}"));
+            std::fs::write(&path, content).map_err(|source| SimError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            paths.push_str(&path.to_string_lossy());
+            paths.push('\n');
+        }
+        let out = text(self.git(
+            &["hash-object", "-w", "--no-filters", "--stdin-paths"],
+            Some(paths.as_bytes()),
+        )?);
+        let blobs: Vec<String> = out.lines().map(str::to_owned).collect();
+        if blobs.len() == contents.len() {
+            Ok(blobs)
+        } else {
+            Err(SimError::Unexpected(format!(
+                "git hash-object returned {} SHAs for {} blobs",
+                blobs.len(),
+                contents.len()
+            )))
+        }
+    }
+
     /// Points `refs/heads/{branch}` at `sha`; with `expected_old`, only if it still points there.
     pub fn update_branch(
         &self,
@@ -460,38 +518,10 @@ impl GitRepository {
         self.git(&["update-ref", &reference, sha, old], None)?;
         Ok(())
     }
-
-    fn hash_blob(&self, contents: &[u8]) -> Result<String, SimError> {
-        Ok(
-            text(self.git(&["hash-object", "-w", "--stdin"], Some(contents))?)
-                .trim()
-                .to_owned(),
-        )
-    }
 }
 
 /// The SHA of git's empty tree, the "before" of a root commit's diff.
 const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-
-/// Runs a git command against the throwaway index of a scenario commit.
-type IndexCommand<'a> = dyn Fn(&[&str], Option<&[u8]>) -> Result<Vec<u8>, SimError> + 'a;
-
-/// Mode and blob of a tracked path in the throwaway index, or a scenario error.
-fn require_tracked(
-    with_index: &IndexCommand<'_>,
-    path: &str,
-) -> Result<(String, String), SimError> {
-    let out = text(with_index(&["ls-files", "--stage", "--", path], None)?);
-    let line = out.lines().next().ok_or_else(|| {
-        SimError::Scenario(format!(
-            "cannot delete or rename {path:?}: the parent commit has no such file"
-        ))
-    })?;
-    let mut fields = line.split_whitespace();
-    let mode = fields.next().unwrap_or("100644").to_owned();
-    let blob = fields.next().unwrap_or_default().to_owned();
-    Ok((mode, blob))
-}
 
 fn parse_raw(out: &[u8]) -> Result<Vec<RawEntry>, SimError> {
     let mut fields = out

@@ -1,6 +1,8 @@
 //! The request log: one record per request the simulator answered, for tests to assert on
 //! (which operations a client called, what each cost, what the client sent).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -35,4 +37,50 @@ pub struct RequestRecord {
     pub body: Option<Value>,
     /// Where the body broke the operation's request schema (empty when it conformed).
     pub schema_violations: Vec<String>,
+}
+
+/// Totals over the request log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RequestCounters {
+    /// Requests answered.
+    pub requests: u64,
+    /// Primary rate-limit units spent, all resources together.
+    pub cost: u64,
+    /// Per operation id (`"(unknown)"` for paths that matched no operation).
+    pub by_operation: BTreeMap<String, OperationCounter>,
+}
+
+/// Totals for one operation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct OperationCounter {
+    /// Requests answered.
+    pub requests: u64,
+    /// Primary rate-limit units spent.
+    pub cost: u64,
+    /// How many answers had each status.
+    pub statuses: BTreeMap<u16, u64>,
+}
+
+impl RequestCounters {
+    /// Totals of a log.
+    pub fn from_log(log: &[RequestRecord]) -> Self {
+        let mut counters = Self::default();
+        for record in log {
+            counters.requests += 1;
+            counters.cost += record.cost;
+            let operation = counters
+                .by_operation
+                .entry(
+                    record
+                        .operation_id
+                        .clone()
+                        .unwrap_or_else(|| "(unknown)".to_owned()),
+                )
+                .or_default();
+            operation.requests += 1;
+            operation.cost += record.cost;
+            *operation.statuses.entry(record.status).or_default() += 1;
+        }
+        counters
+    }
 }

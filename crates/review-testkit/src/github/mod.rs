@@ -46,8 +46,8 @@
 //!   apps ([`GithubSim::create_app`], [`GithubSim::install_app`],
 //!   [`GithubSim::expire_installation_tokens`]), budgets ([`GithubSim::rate_limit`],
 //!   [`GithubSim::set_primary_limit`]), faults ([`GithubSim::inject`]) and the request log
-//!   ([`GithubSim::requests`], [`GithubSim::requests_for`], [`GithubSim::clear_requests`],
-//!   [`GithubSim::request_schema_violations`]).
+//!   ([`GithubSim::requests`], [`GithubSim::requests_for`], [`GithubSim::counters`],
+//!   [`GithubSim::clear_requests`], [`GithubSim::request_schema_violations`]).
 //! - [`RepoHandle`]: commits on branches ([`RepoHandle::branch`] → [`CommitBuilder`]),
 //!   pull requests ([`RepoHandle::pull_request`] → [`PullRequestBuilder`]), labels, check runs
 //!   and statuses on any commit.
@@ -82,7 +82,7 @@ use std::path::PathBuf;
 
 pub use diff::Side;
 pub use faults::{Fault, FaultRule};
-pub use log::RequestRecord;
+pub use log::{OperationCounter, RequestCounters, RequestRecord};
 pub use model::{
     AccountKind, CheckRun, CommitStatus, IssueComment, Label, RepositorySelection, Review,
     ReviewComment, ReviewState,

@@ -673,7 +673,7 @@ pub(crate) fn search_item(state: &SimState, repository: &Repository, pull: &Pull
     let full_name = repository.full_name();
     let api = format!("{base}/repos/{full_name}");
     let number = pull.number;
-    json!({
+    let mut item = json!({
         "url": format!("{api}/issues/{number}"),
         "repository_url": api,
         "labels_url": format!("{api}/issues/{number}/labels{{/name}}"),
@@ -705,13 +705,17 @@ pub(crate) fn search_item(state: &SimState, repository: &Repository, pull: &Pull
             "patch_url": format!("{base}/{full_name}/pull/{number}.patch"),
             "merged_at": null,
         },
-        "body": pull.body,
         "reactions": reactions(&format!("{api}/issues/{number}")),
         "timeline_url": format!("{api}/issues/{number}/timeline"),
         "performed_via_github_app": null,
         "state_reason": null,
         "score": 1.0,
-    })
+    });
+    // The schema's `body` is a plain string: an empty description is left out.
+    if let Some(body) = &pull.body {
+        item["body"] = Value::String(body.clone());
+    }
+    item
 }
 
 /// The permissions every simulated installation has.

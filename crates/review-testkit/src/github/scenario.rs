@@ -20,7 +20,7 @@ use super::api::{Actor, Context};
 use super::auth;
 use super::faults::FaultRule;
 use super::git::{GitRepository, Signature, TreeChange};
-use super::log::RequestRecord;
+use super::log::{RequestCounters, RequestRecord};
 use super::model::{
     AccountKind, App, CheckRun, CommitStatus, Installation, IssueComment, Label, PullRequest,
     Repository, RepositorySelection, Review, ReviewComment,
@@ -367,6 +367,11 @@ impl GithubSim {
             .filter(|record| record.operation_id.as_deref() == Some(operation_id))
             .cloned()
             .collect()
+    }
+
+    /// Totals over the request log: requests and budget spent, per operation and status.
+    pub fn counters(&self) -> RequestCounters {
+        RequestCounters::from_log(&lock(self).log)
     }
 
     /// Forgets the request log (counters restart).

@@ -146,10 +146,26 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request<Body>) -> Re
     };
     let path = parts.uri.path().to_owned();
     let query = parts.uri.query().unwrap_or_default().to_owned();
-    if git_http::is_git_path(&path) {
-        return git_http::serve(shared, parts.method, path, query, parts.headers, body).await;
-    }
-    api(shared, parts.method, path, query, parts.headers, body).await
+    // Each request runs to completion in its own task, even when the client hangs up (a client
+    // that timed out does not undo a write GitHub already started).
+    let work = if git_http::is_git_path(&path) {
+        tokio::spawn(git_http::serve(
+            shared,
+            parts.method,
+            path,
+            query,
+            parts.headers,
+            body,
+        ))
+    } else {
+        tokio::spawn(api(shared, parts.method, path, query, parts.headers, body))
+    };
+    work.await.unwrap_or_else(|error| {
+        plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("the simulator failed to answer: {error}"),
+        )
+    })
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
@@ -227,7 +243,9 @@ async fn api(
     record.operation_id = Some(operation.id.to_owned());
     record.route = Some(operation.template.to_owned());
     record.resource = Some(operation.resource.as_str().to_owned());
-    let parsed_body = if body.is_empty() {
+    // An empty body and a JSON `null` both mean "no body" (some clients send `null` for a POST
+    // without parameters).
+    let parsed_body = if body.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
         let Ok(value) = serde_json::from_slice::<Value>(&body) else {
@@ -239,7 +257,7 @@ async fn api(
                 None,
             );
         };
-        Some(value)
+        Some(value).filter(|value| !value.is_null())
     };
     record.body.clone_from(&parsed_body);
 

@@ -2,3 +2,4 @@
 //! `git push`, and the standalone binary.
 
 mod github;
+mod standalone;

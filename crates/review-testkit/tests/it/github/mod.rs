@@ -1,8 +1,12 @@
 //! Tests of `review_testkit::github`, one module per area.
 
+mod auth;
 mod basics;
+mod conformance;
+mod files;
 mod git;
 mod labels;
+mod limits;
 mod reviews;
 
 use review_testkit::github::{GithubSim, PullRequestHandle, RepoHandle, SimUser};

@@ -158,3 +158,145 @@ async fn replies_only_to_top_level_comments() {
     assert_eq!(status, 404, "{error}");
     assert_eq!(fixture.pull.review_comments().unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn legacy_positions_map_to_lines_and_back() {
+    let fixture = fixture();
+    // src/lib.rs's patch: "@@ -3,7 +3,7 @@" then " }", " ", " fn two()…", "-    2", "+    22".
+    let (status, _, review) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::POST,
+        REVIEWS,
+        &json!({
+            "event": "COMMENT",
+            "body": "positions",
+            "comments": [
+                {"path": "src/lib.rs", "position": 4, "body": "the removed line"},
+                {"path": "src/lib.rs", "position": 5, "body": "the added line"},
+            ],
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{review}");
+    let comments = fixture.pull.review_comments().unwrap();
+    assert_eq!(
+        (comments[0].side.as_deref(), comments[0].line),
+        (Some("LEFT"), Some(6))
+    );
+    assert_eq!(
+        (comments[1].side.as_deref(), comments[1].line),
+        (Some("RIGHT"), Some(6))
+    );
+    let (_, _, listed) = get(
+        &fixture.sim,
+        &fixture.bot.token,
+        "/repos/acme/widgets/pulls/1/comments",
+    )
+    .await;
+    assert_eq!(listed[1]["position"], 5);
+    let (status, _, error) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::POST,
+        REVIEWS,
+        &json!({"event": "COMMENT", "body": "x", "comments": [{"path": "src/lib.rs", "position": 99, "body": "nowhere"}]}),
+    )
+    .await;
+    assert_eq!(status, 422, "{error}");
+}
+
+#[tokio::test]
+async fn pending_reviews_are_private_and_one_per_user() {
+    let fixture = fixture();
+    let (status, _, pending) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::POST,
+        REVIEWS,
+        &json!({"body": "draft", "comments": [{"path": "src/new.rs", "line": 1, "body": "later"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{pending}");
+    assert_eq!(pending["state"], "PENDING");
+    assert!(pending.get("submitted_at").is_none());
+    let (status, _, error) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::POST,
+        REVIEWS,
+        &json!({"body": "again"}),
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert_eq!(
+        error["errors"][0],
+        "User can only have one pending review per pull request"
+    );
+    let alice = fixture.sim.user("alice");
+    let (_, _, seen_by_alice) = get(&fixture.sim, &alice.token, REVIEWS).await;
+    assert_eq!(seen_by_alice, json!([]));
+    let (_, _, comments_seen_by_alice) = get(
+        &fixture.sim,
+        &alice.token,
+        "/repos/acme/widgets/pulls/1/comments",
+    )
+    .await;
+    assert_eq!(comments_seen_by_alice, json!([]));
+    let (_, _, seen_by_author) = get(&fixture.sim, &fixture.bot.token, REVIEWS).await;
+    assert_eq!(seen_by_author.as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn deleted_files_take_left_side_comments_only() {
+    let sim = review_testkit::github::GithubSim::start().unwrap();
+    let user = sim.user("review-bot");
+    let repo = sim
+        .repo("acme/widgets")
+        .file("old.rs", "a\nb\n")
+        .file("keep.rs", "k\n")
+        .create()
+        .unwrap();
+    let pull = repo
+        .pull_request("cleanup")
+        .delete("old.rs")
+        .open()
+        .unwrap();
+    let path = "/repos/acme/widgets/pulls/1/reviews";
+    let left = json!({"event": "COMMENT", "body": "x", "comments": [{"path": "old.rs", "line": 2, "side": "LEFT", "body": "gone"}]});
+    let (status, _, review) = send(&sim, &user.token, Method::POST, path, &left).await;
+    assert_eq!(status, 200, "{review}");
+    let right = json!({"event": "COMMENT", "body": "x", "comments": [{"path": "old.rs", "line": 1, "side": "RIGHT", "body": "?"}]});
+    let (status, _, _) = send(&sim, &user.token, Method::POST, path, &right).await;
+    assert_eq!(status, 422);
+    assert_eq!(pull.review_comments().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_counters_add_up_the_log() {
+    let fixture = fixture();
+    for _ in 0..3 {
+        get(
+            &fixture.sim,
+            &fixture.bot.token,
+            "/repos/acme/widgets/pulls/1",
+        )
+        .await;
+    }
+    get(
+        &fixture.sim,
+        &fixture.bot.token,
+        "/repos/acme/widgets/pulls/9",
+    )
+    .await;
+    get(&fixture.sim, &fixture.bot.token, "/rate_limit").await;
+    let counters = fixture.sim.counters();
+    assert_eq!(counters.requests, 5);
+    assert_eq!(counters.cost, 4, "the rate-limit endpoint is free");
+    let pulls = &counters.by_operation["pulls/get"];
+    assert_eq!((pulls.requests, pulls.cost), (4, 4));
+    assert_eq!(pulls.statuses[&200], 3);
+    assert_eq!(pulls.statuses[&404], 1);
+    fixture.sim.clear_requests();
+    assert_eq!(fixture.sim.counters().requests, 0);
+}
