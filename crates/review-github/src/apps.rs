@@ -102,6 +102,7 @@ impl GitHubClient {
             Some(repository) => Scope::Repository(repository.clone()),
             None => Scope::App,
         };
+        let credential = self.credential_label(&scope).await?;
         let (overview, _) = self
             .get_json::<wire::RateLimitOverview>(&scope, &request)
             .await?;
@@ -110,6 +111,7 @@ impl GitHubClient {
             .into_iter()
             .filter_map(|(resource, limit)| {
                 Some(RateLimitSnapshot {
+                    credential: credential.clone(),
                     resource,
                     limit: limit.limit,
                     remaining: limit.remaining,

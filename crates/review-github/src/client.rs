@@ -38,24 +38,26 @@ pub(crate) enum Scope {
     Installation(u64),
 }
 
-/// A resolved credential: the octocrab instance that carries it.
+/// A resolved credential: the octocrab instance that carries it (shared, not
+/// cloned: cloning an installation's octocrab copies its token cache, so a
+/// token minted by the copy would be lost).
 struct Resolved {
-    client: Octocrab,
+    client: Arc<Octocrab>,
     credential: CredentialKind,
     cache_scope: String,
 }
 
 enum Authentication {
-    Token(Octocrab),
+    Token(Arc<Octocrab>),
     App {
-        app_client: Octocrab,
+        app_client: Arc<Octocrab>,
         pinned_installation: Option<u64>,
         /// `owner/name` → installation id.
         by_repository: Mutex<HashMap<String, u64>>,
         /// Lower-cased account login → installation id.
         by_account: Mutex<HashMap<String, u64>>,
         /// Installation id → octocrab carrying that installation's token cache.
-        installations: Mutex<HashMap<u64, Octocrab>>,
+        installations: Mutex<HashMap<u64, Arc<Octocrab>>>,
     },
 }
 
@@ -108,7 +110,7 @@ impl GitHubClient {
                     .map_err(|error| {
                         GitHubError::Settings(format!("could not build the HTTP client: {error}"))
                     })?;
-                Authentication::Token(client)
+                Authentication::Token(Arc::new(client))
             }
             Credentials::App {
                 app_id,
@@ -133,7 +135,7 @@ impl GitHubClient {
                         GitHubError::Settings(format!("could not build the HTTP client: {error}"))
                     })?;
                 Authentication::App {
-                    app_client,
+                    app_client: Arc::new(app_client),
                     pinned_installation: *installation_id,
                     by_repository: Mutex::new(HashMap::new()),
                     by_account: Mutex::new(HashMap::new()),
@@ -155,7 +157,7 @@ impl GitHubClient {
         self.inner.transport.rate_limits().all()
     }
 
-    /// The most recent waits before a retry (rate limits, backoff), oldest first.
+    /// The most recent waits (rate limits, backoff, write spacing), oldest first.
     pub fn recent_waits(&self) -> Vec<RecordedWait> {
         self.inner.transport.recent_waits()
     }
@@ -274,6 +276,11 @@ impl GitHubClient {
         }
     }
 
+    /// Whose budget a request in `scope` spends (`token`, `app`, `installation:{id}`).
+    pub(crate) async fn credential_label(&self, scope: &Scope) -> Result<String, GitHubError> {
+        Ok(self.resolve(scope).await?.cache_scope)
+    }
+
     /// The credential for `scope`, looking up (and caching) App installations.
     async fn resolve(&self, scope: &Scope) -> Result<Resolved, GitHubError> {
         let (app_client, pinned) = match &self.inner.authentication {
@@ -323,13 +330,15 @@ impl GitHubClient {
         let client = if let Some(client) = installations.get(&installation_id) {
             client.clone()
         } else {
-            let client = app_client
-                .installation(InstallationId(installation_id))
-                .map_err(|error| {
-                    GitHubError::Settings(format!(
-                        "could not use installation {installation_id}: {error}"
-                    ))
-                })?;
+            let client = Arc::new(
+                app_client
+                    .installation(InstallationId(installation_id))
+                    .map_err(|error| {
+                        GitHubError::Settings(format!(
+                            "could not use installation {installation_id}: {error}"
+                        ))
+                    })?,
+            );
             installations.insert(installation_id, client.clone());
             client
         };

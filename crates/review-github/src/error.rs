@@ -115,7 +115,7 @@ pub enum GitHubError {
 
     /// The primary rate limit is spent and resets later than we are willing to wait.
     #[error(
-        "GitHub rate limit exhausted for this token ({resource} budget); resets at {reset_at}; \
+        "GitHub rate limit exhausted for this token; resets at {reset_at} ({resource} budget); \
          reduce poll frequency or use a GitHub App"
     )]
     RateLimitExhausted {

@@ -19,7 +19,10 @@ use http::{HeaderMap, StatusCode};
 use crate::model::RateLimitSnapshot;
 
 /// Reads the budget GitHub reported on one answer, if it did.
-pub(crate) fn snapshot_from_headers(headers: &HeaderMap) -> Option<RateLimitSnapshot> {
+pub(crate) fn snapshot_from_headers(
+    credential: &str,
+    headers: &HeaderMap,
+) -> Option<RateLimitSnapshot> {
     let number =
         |name: &str| -> Option<u64> { headers.get(name)?.to_str().ok()?.trim().parse().ok() };
     let limit = number("x-ratelimit-limit")?;
@@ -32,6 +35,7 @@ pub(crate) fn snapshot_from_headers(headers: &HeaderMap) -> Option<RateLimitSnap
         .unwrap_or("core")
         .to_owned();
     Some(RateLimitSnapshot {
+        credential: credential.to_owned(),
         resource,
         limit,
         remaining,
@@ -40,29 +44,26 @@ pub(crate) fn snapshot_from_headers(headers: &HeaderMap) -> Option<RateLimitSnap
     })
 }
 
-/// The latest budget per resource, as the answers reported it.
+/// The latest budget per credential and resource, as the answers reported it.
 #[derive(Debug, Default)]
 pub(crate) struct RateLimitTracker {
-    latest: Mutex<BTreeMap<String, RateLimitSnapshot>>,
+    latest: Mutex<BTreeMap<(String, String), RateLimitSnapshot>>,
 }
 
 impl RateLimitTracker {
     /// Records an answer's headers.
-    pub fn observe(&self, headers: &HeaderMap) -> Option<RateLimitSnapshot> {
-        let snapshot = snapshot_from_headers(headers)?;
-        self.latest
-            .lock()
-            .expect("rate-limit tracker lock")
-            .insert(snapshot.resource.clone(), snapshot.clone());
+    pub fn observe(&self, credential: &str, headers: &HeaderMap) -> Option<RateLimitSnapshot> {
+        let snapshot = snapshot_from_headers(credential, headers)?;
+        self.record(snapshot.clone());
         Some(snapshot)
     }
 
     /// Records a budget read from `GET /rate_limit`.
     pub fn record(&self, snapshot: RateLimitSnapshot) {
-        self.latest
-            .lock()
-            .expect("rate-limit tracker lock")
-            .insert(snapshot.resource.clone(), snapshot);
+        self.latest.lock().expect("rate-limit tracker lock").insert(
+            (snapshot.credential.clone(), snapshot.resource.clone()),
+            snapshot,
+        );
     }
 
     /// Every resource's latest budget.
@@ -75,10 +76,15 @@ impl RateLimitTracker {
             .collect()
     }
 
-    /// When `resource` is known to be spent, the time it resets.
-    pub fn exhausted_until(&self, resource: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    /// When `credential`'s `resource` is known to be spent, the time it resets.
+    pub fn exhausted_until(
+        &self,
+        credential: &str,
+        resource: &str,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
         let latest = self.latest.lock().expect("rate-limit tracker lock");
-        let snapshot = latest.get(resource)?;
+        let snapshot = latest.get(&(credential.to_owned(), resource.to_owned()))?;
         (snapshot.remaining == 0 && snapshot.reset_at > now).then_some(snapshot.reset_at)
     }
 }
@@ -110,7 +116,7 @@ pub(crate) fn classify_refusal(status: StatusCode, headers: &HeaderMap, message:
     {
         return Refusal::SecondaryRetryAfter(Duration::from_secs(seconds));
     }
-    if let Some(snapshot) = snapshot_from_headers(headers)
+    if let Some(snapshot) = snapshot_from_headers("", headers)
         && snapshot.remaining == 0
     {
         return Refusal::PrimaryExhausted {
@@ -143,13 +149,16 @@ mod tests {
 
     #[test]
     fn reads_the_budget_headers() {
-        let snapshot = snapshot_from_headers(&headers(&[
-            ("x-ratelimit-limit", "5000"),
-            ("x-ratelimit-remaining", "4990"),
-            ("x-ratelimit-used", "10"),
-            ("x-ratelimit-reset", "1700000000"),
-            ("x-ratelimit-resource", "search"),
-        ]))
+        let snapshot = snapshot_from_headers(
+            "token",
+            &headers(&[
+                ("x-ratelimit-limit", "5000"),
+                ("x-ratelimit-remaining", "4990"),
+                ("x-ratelimit-used", "10"),
+                ("x-ratelimit-reset", "1700000000"),
+                ("x-ratelimit-resource", "search"),
+            ]),
+        )
         .unwrap();
         assert_eq!(snapshot.resource, "search");
         assert_eq!(

@@ -188,6 +188,27 @@ pub struct ClientSettings {
 }
 
 impl ClientSettings {
+    /// Settings from environment variables through `lookup`: the credential
+    /// ([`Credentials::from_environment`]), `REVIEW_BOT_GITHUB_API_URL`
+    /// (default `https://api.github.com`) and
+    /// `REVIEW_BOT_GITHUB_WRITE_SPACING_MS` (default 1000); defaults for the rest.
+    pub fn from_environment(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, GitHubError> {
+        let credentials = Credentials::from_environment(&lookup)?;
+        let present = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let api_url = present(API_URL_VARIABLE).unwrap_or_else(|| DEFAULT_API_URL.to_owned());
+        let mut settings = Self::new(api_url.trim(), credentials);
+        if let Some(spacing) = present(WRITE_SPACING_VARIABLE) {
+            let milliseconds = spacing.trim().parse::<u64>().map_err(|_| {
+                GitHubError::Settings(format!(
+                    "{WRITE_SPACING_VARIABLE} must be a whole number of milliseconds, got \
+                     {spacing:?}"
+                ))
+            })?;
+            settings.write_spacing = Duration::from_millis(milliseconds);
+        }
+        Ok(settings)
+    }
+
     /// Settings for `api_url` and `credentials`, with defaults for the rest.
     pub fn new(api_url: impl Into<String>, credentials: Credentials) -> Self {
         Self {
@@ -276,6 +297,29 @@ mod tests {
             }
         ));
         assert!(!format!("{credentials:?}").contains("BEGIN"));
+    }
+
+    #[test]
+    fn settings_read_the_api_url_and_write_spacing() {
+        let settings = ClientSettings::from_environment(lookup(&[
+            (TOKEN_VARIABLE, "ghp_secret"),
+            (API_URL_VARIABLE, "https://ghe.example/api/v3"),
+            (WRITE_SPACING_VARIABLE, "2500"),
+        ]))
+        .unwrap();
+        assert_eq!(settings.api_url, "https://ghe.example/api/v3");
+        assert_eq!(settings.write_spacing, Duration::from_millis(2500));
+        let defaults =
+            ClientSettings::from_environment(lookup(&[(TOKEN_VARIABLE, "ghp_secret")])).unwrap();
+        assert_eq!(defaults.api_url, DEFAULT_API_URL);
+        assert_eq!(defaults.write_spacing, Duration::from_secs(1));
+        let error = ClientSettings::from_environment(lookup(&[
+            (TOKEN_VARIABLE, "ghp_secret"),
+            (WRITE_SPACING_VARIABLE, "1s"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains(WRITE_SPACING_VARIABLE), "{error}");
     }
 
     #[test]

@@ -164,7 +164,7 @@ impl From<GitHubError> for SendFailure {
     }
 }
 
-/// Why the client slept before retrying, kept for operators and tests.
+/// Why the client slept before a request, kept for operators and tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedWait {
     /// Route template of the call.
@@ -186,6 +186,8 @@ pub enum WaitReason {
     SecondaryBackoff,
     /// Backoff after a 5xx, a timeout or a connection failure.
     TransientBackoff,
+    /// Spacing between two writes (GitHub's advice against secondary limits).
+    WriteSpacing,
 }
 
 /// What one attempt's context allows.
@@ -305,10 +307,10 @@ impl Transport {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            self.wait_for_known_budget(request)?;
+            self.wait_for_known_budget(cache_scope, request).await?;
             let cached = cache_key.as_deref().and_then(|key| self.cache.get(key));
             let outcome = self
-                .traced_attempt(client, request, cached.as_ref(), attempt)
+                .traced_attempt(client, cache_scope, request, cached.as_ref(), attempt)
                 .await;
             let context = AttemptContext {
                 request,
@@ -339,6 +341,7 @@ impl Transport {
     async fn traced_attempt(
         &self,
         client: &Octocrab,
+        credential_scope: &str,
         request: &ApiRequest,
         cached: Option<&CachedAnswer>,
         attempt: u32,
@@ -357,7 +360,12 @@ impl Transport {
             let outcome = if request.is_write() {
                 let mut gate = self.write_gate.lock().await;
                 if let Some(last_write) = *gate {
-                    tokio::time::sleep_until(last_write + self.settings.write_spacing).await;
+                    let ready_at = last_write + self.settings.write_spacing;
+                    let now = tokio::time::Instant::now();
+                    if ready_at > now {
+                        self.record_wait(request.route, WaitReason::WriteSpacing, ready_at - now);
+                        tokio::time::sleep_until(ready_at).await;
+                    }
                 }
                 let outcome = self.attempt(client, request, cached).await;
                 *gate = Some(tokio::time::Instant::now());
@@ -370,7 +378,9 @@ impl Transport {
                 Attempt::Answer(answer) => {
                     current.record("status", answer.status.as_u16());
                     current.record("from_cache", answer.from_cache);
-                    if let Some(snapshot) = self.rate_limits.observe(&answer.headers) {
+                    if let Some(snapshot) =
+                        self.rate_limits.observe(credential_scope, &answer.headers)
+                    {
                         current.record("remaining", snapshot.remaining);
                     }
                     tracing::debug!("answered");
@@ -531,17 +541,30 @@ impl Transport {
     }
 
     /// When the last answer said this budget is spent, waits for its reset
-    /// (if that is soon enough) instead of spending a request on a refusal.
-    fn wait_for_known_budget(&self, request: &ApiRequest) -> Result<(), GitHubError> {
+    /// (if that is soon enough) instead of spending a request on a refusal,
+    /// and fails with a clear error when it is not.
+    async fn wait_for_known_budget(
+        &self,
+        credential_scope: &str,
+        request: &ApiRequest,
+    ) -> Result<(), GitHubError> {
         let now = Utc::now();
-        if let Some(reset_at) = self.rate_limits.exhausted_until(request.resource, now) {
-            let wait = (reset_at - now).to_std().unwrap_or_default();
+        if let Some(reset_at) =
+            self.rate_limits
+                .exhausted_until(credential_scope, request.resource, now)
+        {
+            let wait = (reset_at - now)
+                .to_std()
+                .unwrap_or_default()
+                .saturating_add(Duration::from_secs(1));
             if wait > self.settings.max_rate_limit_wait {
                 return Err(GitHubError::RateLimitExhausted {
                     resource: request.resource.to_owned(),
                     reset_at,
                 });
             }
+            self.record_wait(request.route, WaitReason::PrimaryReset, wait);
+            tokio::time::sleep(wait).await;
         }
         Ok(())
     }

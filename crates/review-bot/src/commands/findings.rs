@@ -29,7 +29,8 @@ pub enum FindingsCommand {
         diff: PathBuf,
         /// The findings file (schema v1.0).
         findings: PathBuf,
-        /// Print exactly one JSON object instead of a human report.
+        /// Print exactly one JSON object instead of a human report (warnings,
+        /// such as unknown fields, then go to standard error).
         #[arg(long)]
         json: bool,
     },

@@ -123,11 +123,7 @@ fn invalid_findings_exit_1_and_still_anchor_what_they_can() {
     let dir = pull_request();
     let mut broken = comment("src/app.go", 11);
     broken["confidence"] = json!(300);
-    let mut document = findings(&[
-        broken,
-        json!("not a comment"),
-        comment("src/app.go", 16),
-    ]);
+    let mut document = findings(&[broken, json!("not a comment"), comment("src/app.go", 16)]);
     document["review_event"] = json!("LGTM");
     write_findings(&dir, &document);
     let output = review_bot(dir.path())

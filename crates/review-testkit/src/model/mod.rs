@@ -61,6 +61,29 @@
 //! - [`Turn::with_usage`] sets the reported tokens (default 1,000 in / 100 out
 //!   per answer); Claude Code computes `total_cost_usd` from them.
 //!
+//! # Running the real CLI against it
+//!
+//! Use review-agent's production runner, so tests exercise our real flags,
+//! environment and output parsing (review-agent's `tests/it/support.rs` is a
+//! worked example):
+//!
+//! ```text
+//! let Some(claude) = review_testkit::tools::claude_for_test() else { return };
+//! let settings = ClaudeCodeSettings::new(claude, "claude-opus-4-6")
+//!     .with_base_url(server.base_url())
+//!     .with_api_key("sk-ant-test".into())
+//!     .with_max_retries(0);              // a fault fails at once
+//! let run = ClaudeCodeRun::new("Review.", checkout, run_directory).with_mcp(McpConfig::review(
+//!     McpServerCommand::review_bot(env!("CARGO_BIN_EXE_review-bot"), args, env),
+//! ));
+//! let result = ClaudeCode::new(settings).run(&run).await?;   // AgentRun
+//! ```
+//!
+//! Claude Code appends `<system-reminder>` blocks to some tool results;
+//! [`ToolResult::text_without_reminders`] gives what the tool returned. A
+//! scripted run takes about half a second of CLI time per conversation on an
+//! idle machine (see the report in review-agent's benches).
+//!
 //! # Side requests
 //!
 //! A `POST /v1/messages` that offers **no tools** is a side request (a title,
@@ -76,10 +99,11 @@
 //! /v1/messages?beta=true` per turn, with all built-in tools in `tools` and our
 //! MCP tools *deferred* (named in a `<system-reminder>` of the first user
 //! message; calling them directly works, see
-//! [`RecordedRequest::mentions_tool`]); plus a `HEAD /` connectivity probe
-//! unless `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`. After a broken stream it
-//! may retry the request without `stream` — the server then answers the same
-//! turn as one JSON message.
+//! [`RecordedRequest::mentions_tool`]); plus a `HEAD /api/hello` connectivity probe
+//! unless `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`. No `count_tokens`, no
+//! title or summary requests in `-p` mode. After a malformed stream it retries
+//! the request without `stream`; the server answers that one (with the next
+//! turn) as one JSON message.
 
 mod request;
 mod script;
@@ -124,6 +148,8 @@ pub struct ModelServer {
 #[derive(Debug)]
 struct Shared {
     state: Mutex<ScriptState>,
+    /// Set when the server stops: releases requests held by [`Turn::hang`].
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Debug)]
@@ -148,6 +174,7 @@ impl ModelServer {
                 next_id: 1,
                 exhausted: 0,
             }),
+            stopping: tokio::sync::watch::Sender::new(false),
         });
         let router = Router::new()
             .fallback(handle)
@@ -207,6 +234,7 @@ impl ModelServer {
 
 impl Drop for ModelServer {
     fn drop(&mut self) {
+        self.shared.stopping.send_replace(true);
         self.task.abort();
     }
 }
@@ -316,7 +344,7 @@ async fn answer(shared: &Shared, request: &RecordedRequest, mut turn: Turn) -> R
         }
         match turn.action {
             Action::Decide(decide) => turn = decide(request),
-            Action::Fault(fault) => return fault_response(&fault, request).await,
+            Action::Fault(fault) => return fault_response(shared, &fault, request).await,
             Action::Reply { text, tool_calls } => {
                 let answer = {
                     let mut state = shared.lock();
@@ -351,7 +379,7 @@ async fn answer(shared: &Shared, request: &RecordedRequest, mut turn: Turn) -> R
     )
 }
 
-async fn fault_response(fault: &Fault, request: &RecordedRequest) -> Response {
+async fn fault_response(shared: &Shared, fault: &Fault, request: &RecordedRequest) -> Response {
     let streaming = request.is_streaming();
     let (intact, broken) = if streaming {
         let start = wire::frame(
@@ -409,7 +437,12 @@ async fn fault_response(fault: &Fault, request: &RecordedRequest) -> Response {
             wire::frame("message_stop", r#"{"type":"message_stop"}"#),
         ))),
         Fault::InvalidJson => respond(Body::from("{this is not json")),
-        Fault::Hang => std::future::pending().await,
+        Fault::Hang => {
+            // Held until the client gives up or the server stops.
+            let mut stopping = shared.stopping.subscribe();
+            let _ = stopping.wait_for(|stopping| *stopping).await;
+            error_response(503, "api_error", "scripted model server: stopped")
+        }
     }
 }
 

@@ -253,3 +253,17 @@ async fn a_plain_request_gets_the_same_turn_as_one_json_message() {
     assert!(requests[0].is_streaming());
     assert!(!requests[1].is_streaming());
 }
+
+#[tokio::test]
+async fn a_slow_answer_still_arrives() {
+    if claude_for_test().is_none() {
+        return;
+    }
+    let (result, requests) = run_with_retries(
+        Script::new([Turn::text("slow but sure").delayed(std::time::Duration::from_secs(2))]),
+        "0",
+    )
+    .await;
+    assert_eq!(result["result"], "slow but sure", "{result}");
+    assert_eq!(requests.len(), 1);
+}
