@@ -47,4 +47,8 @@ pub enum Command {
     /// Serve the agent's MCP server over standard input/output (comment tools,
     /// comment threads, `present_review`).
     Mcp(commands::mcp::McpArgs),
+
+    /// Import the seed's reply-tracking file into the store, or export the store's replies.
+    #[command(subcommand)]
+    Replies(commands::replies::RepliesCommand),
 }

@@ -7,109 +7,59 @@
 //! "delete pending review" call outside our OpenAPI subset, collides with a
 //! pending review the token's user may have open, and spends writes). Instead
 //! we read the diff GitHub itself serves (`pulls/list-files`, a conditional
-//! GET that is usually a free 304) and apply GitHub's rule: `line` on `side`
-//! must be inside a hunk of that file's patch, and `start_line` in the same
-//! hunk. Zero writes, one or a few reads.
-//!
-//! `review-core` owns anchoring before posting; this module only re-checks
-//! after GitHub disagreed with it.
+//! GET that is usually a free 304) and ask `review_core::anchor` — the same
+//! rules the pipeline applied before posting — about each comment exactly as
+//! it was sent. Zero writes, one or a few reads.
 
-use std::collections::{BTreeSet, HashMap};
+use review_core::anchor::{CommentLocation, Verdict, anchor};
+use review_core::diff::PullRequestDiff;
 
-use crate::model::{ChangedFiles, DiffSide, NewInlineComment};
+use crate::model::{ChangedFiles, PayloadComment};
 
-/// The lines of one hunk, per side.
-#[derive(Debug, Default)]
-struct HunkLines {
-    left: BTreeSet<u64>,
-    right: BTreeSet<u64>,
-}
-
-impl HunkLines {
-    fn contains(&self, side: DiffSide, line: u64) -> bool {
-        match side {
-            DiffSide::Left => self.left.contains(&line),
-            DiffSide::Right => self.right.contains(&line),
-        }
-    }
-}
-
-/// The hunks of a per-file patch, or `None` when it cannot be parsed.
-fn hunks_of(patch: &str) -> Option<Vec<HunkLines>> {
-    // GitHub's patch has no `---`/`+++` header and often no final newline.
-    let mut text = patch.to_owned();
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    let parsed = diffy::Patch::from_str(&text).ok()?;
-    let hunks = parsed
-        .hunks()
-        .iter()
-        .map(|hunk| {
-            let mut lines = HunkLines::default();
-            let mut old = hunk.old_range().start() as u64;
-            let mut new = hunk.new_range().start() as u64;
-            for line in hunk.lines() {
-                match line {
-                    diffy::Line::Context(_) => {
-                        lines.left.insert(old);
-                        lines.right.insert(new);
-                        old += 1;
-                        new += 1;
-                    }
-                    diffy::Line::Delete(_) => {
-                        lines.left.insert(old);
-                        old += 1;
-                    }
-                    diffy::Line::Insert(_) => {
-                        lines.right.insert(new);
-                        new += 1;
-                    }
-                }
-            }
-            lines
-        })
-        .collect();
-    Some(hunks)
-}
-
-/// Splits comments into those GitHub should accept inline and those it will
-/// not, keeping each group in the original order.
+/// Splits comments into those GitHub should accept inline as sent and those
+/// it will not, keeping each group in the original order. `None` when the
+/// files' patches cannot be read (the caller then moves every comment).
 pub(crate) fn partition(
-    comments: &[NewInlineComment],
+    comments: &[PayloadComment],
     files: &ChangedFiles,
-) -> (Vec<NewInlineComment>, Vec<NewInlineComment>) {
-    let mut hunks_by_path: HashMap<&str, Option<Vec<HunkLines>>> = HashMap::new();
-    for file in &files.files {
-        hunks_by_path.insert(file.path.as_str(), file.patch.as_deref().and_then(hunks_of));
-    }
-    comments.iter().cloned().partition(|comment| {
-        let Some(Some(hunks)) = hunks_by_path.get(comment.path.as_str()) else {
-            return false;
+) -> Option<(Vec<PayloadComment>, Vec<PayloadComment>)> {
+    let diff = match PullRequestDiff::from_changed_files(
+        files.files.iter().map(|file| file.as_core()),
+    ) {
+        Ok(diff) => diff,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the pull request's patches to find the refused comments");
+            return None;
+        }
+    };
+    Some(comments.iter().cloned().partition(|comment| {
+        let crosses_sides = comment
+            .start_side
+            .is_some_and(|start_side| start_side != comment.side);
+        let location = CommentLocation {
+            path: comment.path.clone(),
+            line: comment.line,
+            start_line: comment.start_line,
+            side: comment.side,
         };
-        hunks.iter().any(|hunk| {
-            if !hunk.contains(comment.side, comment.line) {
-                return false;
-            }
-            match comment.start_line {
-                None => true,
-                Some(start_line) => {
-                    let start_side = comment.start_side.unwrap_or(comment.side);
-                    hunk.contains(start_side, start_line)
-                        && (start_side != comment.side || start_line < comment.line)
-                }
-            }
-        })
-    })
+        // Only a comment that is inline exactly as sent is kept: a `moved`
+        // verdict means GitHub refuses it where it is.
+        !crosses_sides
+            && matches!(
+                anchor(&diff, &location),
+                Verdict::Inline { ref path, line, start_line }
+                    if *path == comment.path && line == comment.line && start_line == comment.start_line
+            )
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ChangedFile, FileChange};
+    use crate::model::{ChangeKind, ChangedFile, Side};
 
-    fn comment(path: &str, line: u64, side: DiffSide) -> NewInlineComment {
-        NewInlineComment {
+    fn comment(path: &str, line: u32, side: Side) -> PayloadComment {
+        PayloadComment {
             path: path.to_owned(),
             body: format!("{path}:{line}"),
             line,
@@ -125,10 +75,10 @@ mod tests {
                 ChangedFile {
                     path: "src/lib.rs".into(),
                     previous_path: None,
-                    change: FileChange::Modified,
+                    change: ChangeKind::Modified,
                     additions: 2,
                     deletions: 1,
-                    // Lines 10..=13 new (11, 12 added), 10..=12 old (11 deleted);
+                    // New lines 10..=13 (11, 12 added), old 10..=12 (11 deleted);
                     // a second hunk at new 40..=41.
                     patch: Some(
                         "@@ -10,3 +10,4 @@ fn main() {\n a\n-b\n+c\n+d\n e\n@@ -38,2 +40,2 @@\n x\n y"
@@ -138,7 +88,7 @@ mod tests {
                 ChangedFile {
                     path: "logo.png".into(),
                     previous_path: None,
-                    change: FileChange::Added,
+                    change: ChangeKind::Added,
                     additions: 0,
                     deletions: 0,
                     patch: None,
@@ -151,36 +101,33 @@ mod tests {
     #[test]
     fn lines_inside_hunks_stay_inline_and_the_rest_move() {
         let comments = vec![
-            comment("src/lib.rs", 11, DiffSide::Right),
-            comment("src/lib.rs", 11, DiffSide::Left),
-            comment("src/lib.rs", 41, DiffSide::Right),
-            comment("src/lib.rs", 20, DiffSide::Right),
-            comment("src/lib.rs", 14, DiffSide::Right),
-            comment("logo.png", 1, DiffSide::Right),
-            comment("missing.rs", 1, DiffSide::Right),
+            comment("src/lib.rs", 11, Side::Right),
+            comment("src/lib.rs", 11, Side::Left),
+            comment("src/lib.rs", 41, Side::Right),
+            comment("src/lib.rs", 20, Side::Right),
+            comment("src/lib.rs", 14, Side::Right),
+            comment("logo.png", 1, Side::Right),
+            comment("missing.rs", 1, Side::Right),
         ];
-        let (inline, outside) = partition(&comments, &files());
+        let (inline, outside) = partition(&comments, &files()).unwrap();
         let lines: Vec<_> = inline.iter().map(|c| (c.line, c.side)).collect();
         assert_eq!(
             lines,
-            vec![
-                (11, DiffSide::Right),
-                (11, DiffSide::Left),
-                (41, DiffSide::Right)
-            ]
+            vec![(11, Side::Right), (11, Side::Left), (41, Side::Right)]
         );
         assert_eq!(outside.len(), 4);
     }
 
     #[test]
     fn a_range_must_stay_in_one_hunk_and_run_forwards() {
-        let mut in_one_hunk = comment("src/lib.rs", 13, DiffSide::Right);
+        let mut in_one_hunk = comment("src/lib.rs", 13, Side::Right);
         in_one_hunk.start_line = Some(10);
-        let mut across_hunks = comment("src/lib.rs", 40, DiffSide::Right);
+        let mut across_hunks = comment("src/lib.rs", 40, Side::Right);
         across_hunks.start_line = Some(12);
-        let mut backwards = comment("src/lib.rs", 10, DiffSide::Right);
+        let mut backwards = comment("src/lib.rs", 10, Side::Right);
         backwards.start_line = Some(12);
-        let (inline, outside) = partition(&[in_one_hunk, across_hunks, backwards], &files());
+        let (inline, outside) =
+            partition(&[in_one_hunk, across_hunks, backwards], &files()).unwrap();
         assert_eq!(inline.len(), 1);
         assert_eq!(outside.len(), 2);
     }

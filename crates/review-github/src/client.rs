@@ -157,7 +157,7 @@ impl GitHubClient {
         self.inner.transport.rate_limits().all()
     }
 
-    /// The most recent waits before a retry (rate limits, backoff), oldest first.
+    /// The most recent waits (rate limits, backoff, write spacing), oldest first.
     pub fn recent_waits(&self) -> Vec<RecordedWait> {
         self.inner.transport.recent_waits()
     }

@@ -5,21 +5,22 @@ use http::Method;
 
 use crate::client::{GitHubClient, Scope, repository_path, with_query};
 use crate::error::GitHubError;
-use crate::markers::{contains_tag, same_body, thread_tag};
-use crate::model::{IssueComment, Posted, RepositoryName, ReviewComment};
+use review_core::footer::own_footer;
+
+use crate::model::{IssueComment, Posted, RepositoryName, ReviewComment, ThreadId};
 use crate::pulls::PAGE_SIZE;
 use crate::transport::{ApiRequest, Retry};
 use crate::wire;
-use crate::writes::CheckedPost;
+use crate::writes::{CheckedPost, same_body};
 
 /// Pages of comments we read at most (100 per page).
 const MAX_COMMENT_PAGES: usize = 50;
 
 /// True when `body` is the comment we meant to post: it carries our
 /// `thread::` id, or (without an id) has exactly our text.
-fn is_our_comment(existing_body: &str, thread_id: Option<&str>, body: &str) -> bool {
+fn is_our_comment(existing_body: &str, thread_id: Option<ThreadId>, body: &str) -> bool {
     match thread_id {
-        Some(thread_id) => contains_tag(existing_body, &thread_tag(thread_id)),
+        Some(thread_id) => own_footer(existing_body).thread == Some(thread_id),
         None => same_body(existing_body, body),
     }
 }
@@ -85,7 +86,7 @@ impl GitHubClient {
         number: u64,
         comment_id: u64,
         body: &str,
-        thread_id: Option<&str>,
+        thread_id: Option<ThreadId>,
     ) -> Result<Posted<ReviewComment>, GitHubError> {
         let request = ApiRequest::write(
             Method::POST,
@@ -143,7 +144,7 @@ impl GitHubClient {
         repository: &RepositoryName,
         number: u64,
         body: &str,
-        thread_id: Option<&str>,
+        thread_id: Option<ThreadId>,
     ) -> Result<Posted<IssueComment>, GitHubError> {
         let request = ApiRequest::write(
             Method::POST,

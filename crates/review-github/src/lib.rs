@@ -20,7 +20,6 @@ mod comments;
 mod conditional_cache;
 mod error;
 mod labels;
-mod markers;
 pub mod model;
 mod pagination;
 mod pulls;

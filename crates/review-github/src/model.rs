@@ -8,6 +8,11 @@ use std::fmt;
 
 use chrono::{DateTime, Utc};
 
+pub use review_core::anchor::Side;
+pub use review_core::diff::ChangeKind;
+pub use review_core::footer::{ReviewId, ThreadId};
+pub use review_core::payload::{PayloadComment, ReviewEvent, ReviewPayload};
+
 use crate::error::GitHubError;
 
 /// A repository, `owner/name`.
@@ -105,23 +110,6 @@ pub struct PullRequest {
     pub updated_at: DateTime<Utc>,
 }
 
-/// How a file changed in a pull request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileChange {
-    /// New file.
-    Added,
-    /// Deleted file.
-    Removed,
-    /// Content changed.
-    Modified,
-    /// Moved (maybe also changed).
-    Renamed,
-    /// Copied.
-    Copied,
-    /// Changed in some other way GitHub reports (`changed`, `unchanged`).
-    Other,
-}
-
 /// One file of a pull request's diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangedFile {
@@ -130,7 +118,7 @@ pub struct ChangedFile {
     /// Path in the base, for renames.
     pub previous_path: Option<String>,
     /// Kind of change.
-    pub change: FileChange,
+    pub change: ChangeKind,
     /// Lines added.
     pub additions: u64,
     /// Lines removed.
@@ -138,6 +126,19 @@ pub struct ChangedFile {
     /// The unified-diff hunks (no `---`/`+++` header); `None` for binary files
     /// and files too large for GitHub to show.
     pub patch: Option<String>,
+}
+
+impl ChangedFile {
+    /// The entry as `review-core`'s diff model takes it
+    /// (`review_core::diff::PullRequestDiff::from_changed_files`).
+    pub fn as_core(&self) -> review_core::diff::ChangedFile<'_> {
+        review_core::diff::ChangedFile {
+            path: &self.path,
+            previous_path: self.previous_path.as_deref(),
+            change: self.change,
+            patch: self.patch.as_deref(),
+        }
+    }
 }
 
 /// The files of a pull request.
@@ -180,24 +181,6 @@ pub struct Review {
     pub html_url: String,
 }
 
-/// Which side of a diff a line belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DiffSide {
-    /// The old file (deleted lines, or context by old line number).
-    Left,
-    /// The new file (added lines, or context by new line number).
-    Right,
-}
-
-impl DiffSide {
-    pub(crate) fn as_wire(self) -> &'static str {
-        match self {
-            Self::Left => "LEFT",
-            Self::Right => "RIGHT",
-        }
-    }
-}
-
 /// An inline review comment, or a reply in its thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReviewComment {
@@ -214,13 +197,13 @@ pub struct ReviewComment {
     /// File path.
     pub path: String,
     /// Line (last line of a range); `None` when the comment is outdated.
-    pub line: Option<u64>,
+    pub line: Option<u32>,
     /// First line of a multi-line comment.
-    pub start_line: Option<u64>,
+    pub start_line: Option<u32>,
     /// Side of `line`.
-    pub side: Option<DiffSide>,
+    pub side: Option<Side>,
     /// Line in the commit it was originally made on.
-    pub original_line: Option<u64>,
+    pub original_line: Option<u32>,
     /// Commit it currently applies to.
     pub commit_id: String,
     /// Creation time.
@@ -246,61 +229,6 @@ pub struct IssueComment {
     pub html_url: String,
 }
 
-/// The verdict a new review carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReviewEvent {
-    /// A plain comment review (the bot's default).
-    Comment,
-    /// Request changes.
-    RequestChanges,
-    /// Approve.
-    Approve,
-}
-
-impl ReviewEvent {
-    pub(crate) fn as_wire(self) -> &'static str {
-        match self {
-            Self::Comment => "COMMENT",
-            Self::RequestChanges => "REQUEST_CHANGES",
-            Self::Approve => "APPROVE",
-        }
-    }
-}
-
-/// One inline comment to post with a review.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewInlineComment {
-    /// File path in the head.
-    pub path: String,
-    /// Comment text (with its `thread::` footer).
-    pub body: String,
-    /// Line the comment is on (last line of a range).
-    pub line: u64,
-    /// Side of `line`.
-    pub side: DiffSide,
-    /// First line of a range, in the same hunk, before `line`.
-    pub start_line: Option<u64>,
-    /// Side of `start_line` (defaults to `side`).
-    pub start_side: Option<DiffSide>,
-}
-
-/// A review to post: body, verdict and inline comments, in one request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewReview {
-    /// The head SHA the comments were written against.
-    pub commit_id: String,
-    /// Review body (summary and footer).
-    pub body: String,
-    /// Verdict.
-    pub event: ReviewEvent,
-    /// Inline comments.
-    pub comments: Vec<NewInlineComment>,
-    /// The review's id from its `review::{id}` footer. When set, posting first
-    /// looks for a review carrying it (and so never posts twice), and a post
-    /// whose answer was lost is confirmed by finding it.
-    pub review_id: Option<String>,
-}
-
 /// What posting a review did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostedReview {
@@ -313,7 +241,7 @@ pub struct PostedReview {
     pub inline_count: usize,
     /// Comments GitHub refused to anchor, listed in the body under
     /// "Outside the diff" instead.
-    pub moved_to_body: Vec<NewInlineComment>,
+    pub moved_to_body: Vec<PayloadComment>,
 }
 
 /// What creating a reply or comment did.

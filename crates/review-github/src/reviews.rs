@@ -19,15 +19,20 @@ use std::fmt::Write as _;
 use http::Method;
 use tracing::Instrument;
 
+use review_core::footer::own_footer;
+use review_core::payload::{describe_lines, inline_code};
+
 use crate::anchoring;
 use crate::client::{GitHubClient, Scope, repository_path, with_query};
 use crate::error::GitHubError;
-use crate::markers::{contains_tag, review_tag, same_body};
-use crate::model::{DiffSide, NewInlineComment, NewReview, PostedReview, RepositoryName, Review};
+use crate::model::{
+    PayloadComment, PostedReview, RepositoryName, Review, ReviewId, ReviewPayload, Side,
+};
 use crate::pulls::PAGE_SIZE;
 use crate::transport::{ApiRequest, Retry};
 use crate::wire;
 use crate::writes::CheckedPost;
+use crate::writes::same_body;
 
 /// Pages of reviews we read at most (100 per page).
 const MAX_REVIEW_PAGES: usize = 30;
@@ -60,37 +65,43 @@ impl GitHubClient {
         Ok(paged.items.into_iter().map(Into::into).collect())
     }
 
-    /// The review whose body carries `review::{review_id}`, if any.
+    /// The review whose own footer carries `review::{review_id}` (a quote of
+    /// it in someone else's review does not count), if any.
     pub async fn find_review(
         &self,
         repository: &RepositoryName,
         number: u64,
-        review_id: &str,
+        review_id: ReviewId,
     ) -> Result<Option<Review>, GitHubError> {
-        let tag = review_tag(review_id);
         Ok(self
             .list_reviews(repository, number)
             .await?
             .into_iter()
-            .find(|review| contains_tag(&review.body, &tag)))
+            .find(|review| own_footer(&review.body).review == Some(review_id)))
     }
 
     /// Posts `review` once, with every comment GitHub accepts inline and the
     /// others listed in the body under "Outside the diff" (see the module doc).
+    ///
+    /// `review_id` is the id in the body's footer: with it, an existing review
+    /// carrying it is returned instead of posting again, and a post whose
+    /// answer was lost is confirmed by finding it. Without it, a lost answer
+    /// is confirmed by the exact body.
     pub async fn post_review(
         &self,
         repository: &RepositoryName,
         number: u64,
-        review: &NewReview,
+        review: &ReviewPayload,
+        review_id: Option<ReviewId>,
     ) -> Result<PostedReview, GitHubError> {
         let span = tracing::info_span!(
             "post_review",
             repository = %repository,
             pull_request = number,
-            review_id = review.review_id.as_deref().unwrap_or(""),
+            review_id = review_id.map(|id| id.to_string()).unwrap_or_default(),
             comments = review.comments.len(),
         );
-        self.post_review_in_span(repository, number, review)
+        self.post_review_in_span(repository, number, review, review_id)
             .instrument(span)
             .await
     }
@@ -99,15 +110,16 @@ impl GitHubClient {
         &self,
         repository: &RepositoryName,
         number: u64,
-        review: &NewReview,
+        review: &ReviewPayload,
+        review_id: Option<ReviewId>,
     ) -> Result<PostedReview, GitHubError> {
-        if let Some(review_id) = &review.review_id
+        if let Some(review_id) = review_id
             && let Some(existing) = self.find_review(repository, number, review_id).await?
         {
             tracing::info!(
                 repository = %repository,
                 pull_request = number,
-                review_id,
+                %review_id,
                 "the review already exists; not posting it again"
             );
             return Ok(PostedReview {
@@ -119,7 +131,14 @@ impl GitHubClient {
         }
 
         let first = self
-            .create_review(repository, number, review, &review.body, &review.comments)
+            .create_review(
+                repository,
+                number,
+                review,
+                review_id,
+                &review.body,
+                &review.comments,
+            )
             .await?;
         let error = match first {
             Attempted::Posted(posted) => {
@@ -143,7 +162,7 @@ impl GitHubClient {
         );
 
         let files = self.list_pull_request_files(repository, number).await?;
-        let (inline, outside) = anchoring::partition(&review.comments, &files);
+        let (inline, outside) = anchoring::partition(&review.comments, &files).unwrap_or_default();
         if outside.is_empty() {
             tracing::warn!(
                 "every comment looks anchorable in the PR's diff, yet GitHub refused; posting \
@@ -152,7 +171,7 @@ impl GitHubClient {
         } else {
             let body = with_outside_section(&review.body, &outside);
             match self
-                .create_review(repository, number, review, &body, &inline)
+                .create_review(repository, number, review, review_id, &body, &inline)
                 .await?
             {
                 Attempted::Posted(posted) => {
@@ -172,7 +191,7 @@ impl GitHubClient {
 
         let body = with_outside_section(&review.body, &review.comments);
         match self
-            .create_review(repository, number, review, &body, &[])
+            .create_review(repository, number, review, review_id, &body, &[])
             .await?
         {
             Attempted::Posted(posted) => Ok(PostedReview {
@@ -190,14 +209,15 @@ impl GitHubClient {
         &self,
         repository: &RepositoryName,
         number: u64,
-        review: &NewReview,
+        review: &ReviewPayload,
+        review_id: Option<ReviewId>,
         body: &str,
-        comments: &[NewInlineComment],
+        comments: &[PayloadComment],
     ) -> Result<Attempted, GitHubError> {
         let wire_body = wire::CreateReview {
             commit_id: &review.commit_id,
             body,
-            event: review.event.as_wire(),
+            event: review.event.as_str(),
             comments: comments.iter().map(Into::into).collect(),
         };
         let request = ApiRequest::write(
@@ -210,12 +230,10 @@ impl GitHubClient {
         let what = format!("review on {repository}#{number}");
         let find = || async {
             let reviews = self.list_reviews(repository, number).await?;
-            Ok(reviews
-                .into_iter()
-                .find(|existing| match &review.review_id {
-                    Some(review_id) => contains_tag(&existing.body, &review_tag(review_id)),
-                    None => same_body(&existing.body, body),
-                }))
+            Ok(reviews.into_iter().find(|existing| match review_id {
+                Some(review_id) => own_footer(&existing.body).review == Some(review_id),
+                None => same_body(&existing.body, body),
+            }))
         };
         let outcome = self
             .post_checked::<wire::Review, Review, _, _>(
@@ -279,8 +297,9 @@ fn is_anchoring_refusal(error: &GitHubError) -> bool {
 }
 
 /// `body` followed by an "Outside the diff" section listing `comments` with
-/// their file and line.
-pub(crate) fn with_outside_section(body: &str, comments: &[NewInlineComment]) -> String {
+/// their file and line, each comment's text quoted whole (its `thread::` tag
+/// included, which makes it a quoted tag, not this review's own).
+pub(crate) fn with_outside_section(body: &str, comments: &[PayloadComment]) -> String {
     let mut text = body.trim_end().to_owned();
     let _ = write!(
         text,
@@ -288,13 +307,15 @@ pub(crate) fn with_outside_section(body: &str, comments: &[NewInlineComment]) ->
          they are listed here.\n"
     );
     for comment in comments {
-        let lines = match comment.start_line {
-            Some(start_line) => format!("lines {start_line}–{}", comment.line),
-            None => format!("line {}", comment.line),
-        };
+        let lines = describe_lines(&review_core::anchor::CommentLocation {
+            path: comment.path.clone(),
+            line: comment.line,
+            start_line: comment.start_line,
+            side: comment.side,
+        });
         let side = match comment.side {
-            DiffSide::Left => " (old version)",
-            DiffSide::Right => "",
+            Side::Left => " (old version)",
+            Side::Right => "",
         };
         let quoted = comment
             .body
@@ -305,8 +326,8 @@ pub(crate) fn with_outside_section(body: &str, comments: &[NewInlineComment]) ->
             .join("\n");
         let _ = write!(
             text,
-            "\n**`{}`, {lines}{side}**\n\n{quoted}\n",
-            comment.path
+            "\n**{}, {lines}{side}**\n\n{quoted}\n",
+            inline_code(&comment.path)
         );
     }
     text
@@ -318,31 +339,42 @@ mod tests {
 
     #[test]
     fn the_outside_section_names_file_and_line_and_keeps_the_whole_text() {
+        let review_tag = "review::0b1c6b4e-1c1a-4f7e-9d56-3f0a2f9b8c11";
+        let thread_tag = "thread::7c9e6679-7425-40de-944b-e07fc1f90ae7";
         let comments = vec![
-            NewInlineComment {
+            PayloadComment {
                 path: "src/a.rs".into(),
-                body: "Overflow here.\nUse checked_add.\n\n<sub>thread::1</sub>".into(),
+                body: format!("Overflow here.\nUse checked_add.\n\n<sub>{thread_tag}</sub>"),
                 line: 120,
-                side: DiffSide::Right,
+                side: Side::Right,
                 start_line: None,
                 start_side: None,
             },
-            NewInlineComment {
+            PayloadComment {
                 path: "src/b.rs".into(),
                 body: "Removed guard.".into(),
                 line: 9,
-                side: DiffSide::Left,
+                side: Side::Left,
                 start_line: Some(7),
-                start_side: None,
+                start_side: Some(Side::Left),
             },
         ];
-        let body = with_outside_section("Summary.\n\n<sub>review::r1</sub>\n", &comments);
+        let body =
+            with_outside_section(&format!("Summary.\n\n<sub>{review_tag}</sub>\n"), &comments);
         assert!(body.starts_with("Summary."));
         assert!(body.contains("**`src/a.rs`, line 120**"));
         assert!(body.contains("> Use checked_add."));
-        assert!(body.contains("> <sub>thread::1</sub>"));
+        assert!(body.contains(&format!("> <sub>{thread_tag}</sub>")));
         assert!(body.contains("**`src/b.rs`, lines 7–9 (old version)**"));
-        assert!(contains_tag(&body, &review_tag("r1")));
+        let footer = own_footer(&body);
+        assert_eq!(
+            footer.review.map(|id| format!("review::{id}")).as_deref(),
+            Some(review_tag)
+        );
+        assert_eq!(
+            footer.thread, None,
+            "the moved comment's tag is quoted, not the review's own"
+        );
     }
 
     #[test]

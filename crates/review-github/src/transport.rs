@@ -164,7 +164,7 @@ impl From<GitHubError> for SendFailure {
     }
 }
 
-/// Why the client slept before retrying, kept for operators and tests.
+/// Why the client slept before a request, kept for operators and tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedWait {
     /// Route template of the call.
@@ -186,6 +186,8 @@ pub enum WaitReason {
     SecondaryBackoff,
     /// Backoff after a 5xx, a timeout or a connection failure.
     TransientBackoff,
+    /// Spacing between two writes (GitHub's advice against secondary limits).
+    WriteSpacing,
 }
 
 /// What one attempt's context allows.
@@ -358,7 +360,12 @@ impl Transport {
             let outcome = if request.is_write() {
                 let mut gate = self.write_gate.lock().await;
                 if let Some(last_write) = *gate {
-                    tokio::time::sleep_until(last_write + self.settings.write_spacing).await;
+                    let ready_at = last_write + self.settings.write_spacing;
+                    let now = tokio::time::Instant::now();
+                    if ready_at > now {
+                        self.record_wait(request.route, WaitReason::WriteSpacing, ready_at - now);
+                        tokio::time::sleep_until(ready_at).await;
+                    }
                 }
                 let outcome = self.attempt(client, request, cached).await;
                 *gate = Some(tokio::time::Instant::now());

@@ -98,14 +98,14 @@ pub(crate) struct DiffEntry {
 impl From<DiffEntry> for model::ChangedFile {
     fn from(wire: DiffEntry) -> Self {
         Self {
-            change: match wire.status.as_str() {
-                "added" => model::FileChange::Added,
-                "removed" => model::FileChange::Removed,
-                "modified" => model::FileChange::Modified,
-                "renamed" => model::FileChange::Renamed,
-                "copied" => model::FileChange::Copied,
-                _ => model::FileChange::Other,
-            },
+            change: model::ChangeKind::from_github_status(&wire.status).unwrap_or_else(|| {
+                tracing::warn!(
+                    path = wire.filename,
+                    status = wire.status,
+                    "GitHub reported a file status it does not document; reading it as modified"
+                );
+                model::ChangeKind::Modified
+            }),
             path: wire.filename,
             previous_path: wire.previous_filename,
             additions: wire.additions,
@@ -142,10 +142,10 @@ impl From<Review> for model::Review {
     }
 }
 
-fn side(value: Option<&str>) -> Option<model::DiffSide> {
+fn side(value: Option<&str>) -> Option<model::Side> {
     match value {
-        Some("LEFT") => Some(model::DiffSide::Left),
-        Some("RIGHT") => Some(model::DiffSide::Right),
+        Some("LEFT") => Some(model::Side::Left),
+        Some("RIGHT") => Some(model::Side::Right),
         _ => None,
     }
 }
@@ -159,10 +159,10 @@ pub(crate) struct ReviewComment {
     pub user: Option<User>,
     pub body: String,
     pub path: String,
-    pub line: Option<u64>,
-    pub start_line: Option<u64>,
+    pub line: Option<u32>,
+    pub start_line: Option<u32>,
     pub side: Option<String>,
-    pub original_line: Option<u64>,
+    pub original_line: Option<u32>,
     pub commit_id: String,
     pub created_at: DateTime<Utc>,
     pub html_url: String,
@@ -424,25 +424,25 @@ pub(crate) struct CreateReview<'a> {
 pub(crate) struct CreateReviewComment<'a> {
     pub path: &'a str,
     pub body: &'a str,
-    pub line: u64,
+    pub line: u32,
     pub side: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub start_line: Option<u64>,
+    pub start_line: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_side: Option<&'static str>,
 }
 
-impl<'a> From<&'a model::NewInlineComment> for CreateReviewComment<'a> {
-    fn from(comment: &'a model::NewInlineComment) -> Self {
+impl<'a> From<&'a model::PayloadComment> for CreateReviewComment<'a> {
+    fn from(comment: &'a model::PayloadComment) -> Self {
         Self {
             path: &comment.path,
             body: &comment.body,
             line: comment.line,
-            side: comment.side.as_wire(),
+            side: comment.side.as_str(),
             start_line: comment.start_line,
             start_side: comment
                 .start_line
-                .map(|_| comment.start_side.unwrap_or(comment.side).as_wire()),
+                .map(|_| comment.start_side.unwrap_or(comment.side).as_str()),
         }
     }
 }

@@ -92,3 +92,20 @@ impl GitHubClient {
         }
     }
 }
+
+/// Bodies equal up to line endings and surrounding whitespace (GitHub stores
+/// `\r\n` for some clients and trims).
+pub(crate) fn same_body(left: &str, right: &str) -> bool {
+    left.replace("\r\n", "\n").trim() == right.replace("\r\n", "\n").trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_compare_across_line_endings() {
+        assert!(same_body("a\r\nb\n", "a\nb"));
+        assert!(!same_body("a b", "a  b"));
+    }
+}

@@ -4,8 +4,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::Connection as _;
 use sqlx::migrate::MigrateError;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::dialect::{Backend, dispatch};
@@ -236,6 +237,14 @@ async fn open_postgres(
     options: PgConnectOptions,
     location: &DatabaseLocation,
 ) -> Result<Backend, StoreError> {
+    // A pool retries a refused connection until its acquire timeout; one direct
+    // attempt first tells an operator with a wrong URL at once.
+    PgConnection::connect_with(&options)
+        .await
+        .map_err(|error| connect_error(location, POSTGRES_HINT, error))?
+        .close()
+        .await
+        .ok();
     let pool = PgPoolOptions::new()
         .max_connections(POSTGRES_MAX_CONNECTIONS)
         .acquire_timeout(ACQUIRE_TIMEOUT)

@@ -13,7 +13,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use sqlx::Row as _;
 
-use crate::dialect::{Dialect as _, Sql, TimeColumn as _, dispatch, sqlite_now};
+use crate::dialect::{Backend, Dialect as _, Sql, TimeColumn as _, dispatch, sqlite_now};
 use crate::repositories::repository_key;
 use crate::{
     DatabaseLocation, SCHEMA_VERSION, Store, StoreError, from_database_integer, to_database_integer,
@@ -83,9 +83,16 @@ const MARK: Sql = Sql {
     postgres: "INSERT INTO comment_replies (repository_id, comment_id, pull_request, replied_at) \
                VALUES ($1, $2, $3, now()) ON CONFLICT (repository_id, comment_id) DO NOTHING",
 };
-const REPLIED_IDS: Sql = Sql::same(
-    "SELECT comment_id FROM comment_replies WHERE repository_id = $1 AND pull_request = $2",
-);
+/// One row, not one per comment: sqlx hands rows over one at a time (for SQLite,
+/// across a channel from its worker thread), which for a thousand ids costs more
+/// than the query. The aggregate is a comma-separated text in SQLite and an
+/// array in PostgreSQL; both are `NULL` when nothing matches.
+const REPLIED_IDS: Sql = Sql {
+    sqlite: "SELECT group_concat(comment_id, ',') FROM comment_replies \
+             WHERE repository_id = $1 AND pull_request = $2",
+    postgres: "SELECT array_agg(comment_id) FROM comment_replies \
+               WHERE repository_id = $1 AND pull_request = $2",
+};
 const HAS_REPLIED: Sql = Sql::same(
     "SELECT EXISTS (SELECT 1 FROM comment_replies WHERE repository_id = $1 AND comment_id = $2)",
 );
@@ -101,9 +108,40 @@ const ALL: Sql = Sql::same(
 );
 const SCHEMA: Sql = Sql::same("SELECT MAX(version) FROM _sqlx_migrations WHERE success");
 
+/// The earliest `replied_at` accepted: before GitHub, so surely a broken clock or file.
+const EARLIEST_REPLY: &str = "2000-01-01T00:00:00Z";
+/// The latest `replied_at` accepted (both databases hold far later; a reply can't).
+const LATEST_REPLY: &str = "9999-12-31T23:59:59Z";
+
+/// Checks that a reply time is plausible and storable in both databases.
+pub(crate) fn check_replied_at(replied_at: DateTime<Utc>) -> Result<(), String> {
+    let earliest: DateTime<Utc> = EARLIEST_REPLY.parse().expect("a valid constant");
+    let latest: DateTime<Utc> = LATEST_REPLY.parse().expect("a valid constant");
+    if (earliest..=latest).contains(&replied_at) {
+        Ok(())
+    } else {
+        Err(format!(
+            "replied_at {} is outside {EARLIEST_REPLY} to {LATEST_REPLY}",
+            replied_at.to_rfc3339()
+        ))
+    }
+}
+
 /// Rows per multi-row `INSERT` when importing (4 parameters each; far below
 /// either database's parameter limit).
 const IMPORT_CHUNK: usize = 500;
+
+/// The ids in SQLite's `group_concat` of integers.
+fn parse_id_list(joined: &str) -> Result<Vec<i64>, sqlx::Error> {
+    joined
+        .split(',')
+        .map(|id| {
+            id.parse().map_err(|_| {
+                sqlx::Error::Decode(format!("unexpected comment id {id:?} in the database").into())
+            })
+        })
+        .collect()
+}
 
 impl Store {
     /// Records that the bot replied to `comment_id` on `pull_request` of
@@ -144,18 +182,34 @@ impl Store {
         let Some(repository_id) = self.existing_repository_id(repository).await? else {
             return Ok(HashSet::new());
         };
-        let ids: Vec<i64> = dispatch!(&self.backend, pool => {
-            sqlx::query_scalar(pool.pick(&REPLIED_IDS))
-                .bind(repository_id)
-                .bind(pull_request)
-                .fetch_all(pool)
-                .await
-                .map_err(self.query_error("listing replied comments"))?
-        });
+        let operation = "listing replied comments";
+        let ids: Vec<i64> = match &self.backend {
+            Backend::Sqlite(pool) => {
+                let joined: Option<String> = sqlx::query_scalar(pool.pick(&REPLIED_IDS))
+                    .bind(repository_id)
+                    .bind(pull_request)
+                    .fetch_one(pool)
+                    .await
+                    .map_err(self.query_error(operation))?;
+                joined
+                    .as_deref()
+                    .map_or(Ok(Vec::new()), parse_id_list)
+                    .map_err(self.query_error(operation))?
+            }
+            Backend::Postgres(pool) => {
+                let ids: Option<Vec<i64>> = sqlx::query_scalar(pool.pick(&REPLIED_IDS))
+                    .bind(repository_id)
+                    .bind(pull_request)
+                    .fetch_one(pool)
+                    .await
+                    .map_err(self.query_error(operation))?;
+                ids.unwrap_or_default()
+            }
+        };
         ids.into_iter()
             .map(|id| from_database_integer(id).map(CommentId))
             .collect::<Result<_, _>>()
-            .map_err(self.query_error("listing replied comments"))
+            .map_err(self.query_error(operation))
     }
 
     /// Whether the bot has replied to `comment_id` in `repository`.
@@ -255,6 +309,8 @@ impl Store {
                 to_database_integer(reply.comment_id.0, "comment id")?,
             );
             to_database_integer(reply.pull_request, "pull request number")?;
+            check_replied_at(reply.replied_at)
+                .map_err(|reason| StoreError::invalid("reply time", reason))?;
             match earliest.get_mut(&key) {
                 Some(kept) => {
                     duplicates_in_input += 1;

@@ -23,6 +23,7 @@ use chrono::{
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::replies::check_replied_at;
 use crate::repositories::repository_key;
 use crate::{CommentId, CommentReply};
 
@@ -165,16 +166,17 @@ fn parse_record(record: &Value, naive: NaiveTimestamps) -> Result<CommentReply, 
         "replied_at",
         &mut problems,
         |value| {
-            value
+            let time = value
                 .as_str()
                 .and_then(|text| parse_timestamp(text, naive))
                 .ok_or_else(|| {
                     format!(
                         "replied_at must be an ISO 8601 date and time such as \
-                     \"2024-05-01T09:30:00.123456\", found {}",
+                         \"2024-05-01T09:30:00.123456\", found {}",
                         excerpt(value)
                     )
-                })
+                })?;
+            check_replied_at(time).map(|()| time)
         },
     );
     let repository = field(
@@ -388,6 +390,22 @@ mod tests {
             assert!(reasons.contains(expected), "{reasons}");
         }
         assert!(parsed.malformed[2].reason.contains("expected an object"));
+    }
+
+    #[test]
+    fn implausible_times_are_malformed() {
+        let text = r#"{"replies": [
+            {"comment_id": "1", "pr_number": 1, "replied_at": "1900-01-01T00:00:00", "repository_name": "o/r"},
+            {"comment_id": "2", "pr_number": 1, "replied_at": "+20000-01-01T00:00:00Z", "repository_name": "o/r"}
+        ]}"#;
+        let parsed = parse(text, NaiveTimestamps::Utc).unwrap();
+        assert_eq!(parsed.replies, vec![]);
+        assert!(
+            parsed.malformed[0].reason.contains("outside 2000-01-01"),
+            "{:?}",
+            parsed.malformed
+        );
+        assert_eq!(parsed.malformed.len(), 2);
     }
 
     #[test]

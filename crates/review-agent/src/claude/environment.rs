@@ -3,11 +3,19 @@
 //! The CLI starts from an empty environment. It gets: a short list of
 //! variables copied from ours (`PATH`, locale, toolchain homes, proxies — see
 //! [`DEFAULT_INHERITED`]), a `HOME` of its own, the variables that make a
-//! headless run behave (see [`ClaudeEnvironment::build`]), the API key and
+//! headless run behave (listed below), the API key and
 //! base URL when configured, and what the caller adds. Claude Code passes its
 //! environment on to MCP servers and to the commands its `Bash` tool runs, so
 //! nothing secret beyond the model API key is ever in it, and never a GitHub
 //! credential.
+//!
+//! The headless switches: `CLAUDE_CONFIG_DIR` and `CLAUDE_CODE_TMPDIR` inside
+//! the run directory (runs share no sessions, settings or temporary files;
+//! 2.1.330 honours both and then writes nothing under `HOME` or `/tmp`),
+//! `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` (only model API requests),
+//! `MCP_CONNECTION_NONBLOCKING=0` (wait for MCP servers before the first turn),
+//! `CLAUDE_CODE_MAX_RETRIES` (bounded API retries) and `IS_SANDBOX=1` when
+//! running as root (required for `--dangerously-skip-permissions` there).
 //!
 //! `HOME` is the run's own directory, not review-bot's: the operator's home
 //! holds credentials the agent must not read (`~/.config/gh/hosts.yml`,

@@ -4,6 +4,7 @@ pub mod discover;
 pub mod findings;
 pub mod mcp;
 pub mod platform;
+pub mod replies;
 
 use std::process::ExitCode;
 
@@ -17,6 +18,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::DiscoverCommands(args) => discover::run(&args),
         Command::DetectPlatform(args) => platform::run(&args),
         Command::Mcp(args) => mcp::run(args),
+        Command::Replies(command) => replies::run(&command),
     }
 }
 

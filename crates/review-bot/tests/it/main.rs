@@ -5,6 +5,7 @@ mod findings;
 mod mcp;
 mod mcp_inspector;
 mod platform;
+mod replies;
 
 use std::path::Path;
 use std::process::Command;

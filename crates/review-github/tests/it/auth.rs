@@ -278,3 +278,66 @@ async fn the_client_debug_output_never_shows_a_good_token() {
     assert!(shown.contains("GitHubClient"));
     assert!(!shown.contains(&fixture.bot.token), "{shown}");
 }
+
+/// A `tracing` writer that keeps everything in memory.
+#[derive(Clone, Default)]
+struct CapturedLogs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn trace_logs_name_the_route_but_never_the_token() {
+    let fixture = fixture();
+    let app = installed_app(&fixture);
+    let logs = CapturedLogs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let token_client = token_client(&fixture.sim, &fixture.bot.token);
+    let app_client = app_client(&fixture.sim, &app);
+
+    token_client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+    app_client
+        .create_issue_comment(&fixture.repository, 1, "Logged.", None)
+        .await
+        .unwrap();
+
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(text.contains("github_request"), "{text}");
+    assert!(
+        text.contains("route=\"/repos/{owner}/{repo}/pulls/{pull_number}\""),
+        "{text}"
+    );
+    // The span also records `status` and `remaining` on its "answered" event;
+    // that event is not asserted here because `tracing` caches callsite
+    // interest process-wide, and other tests running at the same time without
+    // a subscriber can disable it for this thread's subscriber.
+    assert!(
+        !text.contains(&fixture.bot.token),
+        "the token leaked into the logs"
+    );
+    assert!(
+        !text.contains("ghs_"),
+        "an installation token leaked into the logs"
+    );
+    assert!(
+        !text.to_ascii_lowercase().contains("bearer"),
+        "an authorization header was logged"
+    );
+}

@@ -5,12 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use review_github::{
-    DiffSide, GitHubClient, NewInlineComment, NewReview, ReviewEvent, SearchScope,
-};
+use review_github::{GitHubClient, ReviewId, SearchScope};
 use review_testkit::github::GithubSim;
 
-use crate::support::{Fixture, assert_conformant, fixture, token_client};
+use crate::support::{
+    Fixture, assert_conformant, fixture, inline, new_review_id, new_thread_id, review_payload,
+    token_client, with_thread,
+};
 
 const LABELS: [&str; 3] = ["bot-review-needed", "bot-changes-needed", "bot-ci-pending"];
 
@@ -59,7 +60,12 @@ async fn poll(client: &GitHubClient) -> Vec<bool> {
 }
 
 /// What the review pipeline reads and writes for one pull request.
-async fn review_cycle(client: &GitHubClient, fixture: &Fixture, thread_start: u64) {
+async fn review_cycle(
+    client: &GitHubClient,
+    fixture: &Fixture,
+    thread_start: u64,
+    review_id: ReviewId,
+) {
     let repository = &fixture.repository;
     let pull_request = client.get_pull_request(repository, 1).await.unwrap();
     client.get_pull_request_diff(repository, 1).await.unwrap();
@@ -67,37 +73,24 @@ async fn review_cycle(client: &GitHubClient, fixture: &Fixture, thread_start: u6
     client.list_review_comments(repository, 1).await.unwrap();
     client.list_issue_comments(repository, 1).await.unwrap();
     client.list_reviews(repository, 1).await.unwrap();
-    let comments = (1..=10)
-        .map(|line| NewInlineComment {
-            path: "src/lib.rs".into(),
-            body: format!("Finding {line}.\n\n<sub>thread::f{line}</sub>"),
-            line,
-            side: DiffSide::Right,
-            start_line: None,
-            start_side: None,
-        })
-        .collect();
+    let review = review_payload(
+        pull_request.head_sha.clone(),
+        "Ten findings.",
+        Some(review_id),
+        (1..=10).map(inline).collect(),
+    );
     client
-        .post_review(
-            repository,
-            1,
-            &NewReview {
-                commit_id: pull_request.head_sha.clone(),
-                body: "Ten findings.\n\n<sub>review::cycle1</sub>".into(),
-                event: ReviewEvent::Comment,
-                comments,
-                review_id: Some("cycle1".into()),
-            },
-        )
+        .post_review(repository, 1, &review, Some(review_id))
         .await
         .unwrap();
+    let thread = new_thread_id();
     client
         .reply_to_review_comment(
             repository,
             1,
             thread_start,
-            "Still open: see the new finding.\n\n<sub>thread::r1</sub>",
-            Some("r1"),
+            &with_thread("Still open: see the new finding.", thread),
+            Some(thread),
         )
         .await
         .unwrap();
@@ -137,7 +130,8 @@ async fn one_review_cycle_costs_what_the_table_says() {
     assert_eq!(poll(&client).await, vec![true, true, true]);
     let (repoll_requests, repoll_cost) = phase(&fixture.sim, "Unchanged re-poll (3 × 304)");
 
-    review_cycle(&client, &fixture, thread_start).await;
+    let review_id = new_review_id();
+    review_cycle(&client, &fixture, thread_start, review_id).await;
     let (cycle_requests, cycle_cost) = phase(&fixture.sim, "Review cycle for one pull request");
 
     poll(&client).await;
@@ -163,7 +157,7 @@ async fn one_review_cycle_costs_what_the_table_says() {
         .reviews()
         .unwrap()
         .into_iter()
-        .filter(|review| review.body.contains("review::cycle1"))
+        .filter(|review| review.body.contains(&format!("review::{review_id}")))
         .count();
     assert_eq!(ours, 1);
     assert_conformant(&fixture.sim);

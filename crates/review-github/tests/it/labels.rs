@@ -58,3 +58,37 @@ async fn label_names_with_spaces_and_slashes_are_encoded() {
     );
     assert_eq!(fixture.pull.labels().unwrap(), vec!["bot-review-needed"]);
 }
+
+#[tokio::test]
+async fn writes_are_spaced_and_reads_are_not() {
+    let fixture = fixture();
+    let mut settings = crate::support::settings(
+        &fixture.sim,
+        review_github::Credentials::PersonalAccessToken(secrecy::SecretString::from(
+            fixture.bot.token.clone(),
+        )),
+    );
+    settings.write_spacing = std::time::Duration::from_millis(300);
+    let client = review_github::GitHubClient::new(settings).unwrap();
+    let repository = &fixture.repository;
+
+    client.list_labels(repository, 1).await.unwrap();
+    client
+        .add_labels(repository, 1, &["a".to_owned()])
+        .await
+        .unwrap();
+    client.list_labels(repository, 1).await.unwrap();
+    client
+        .add_labels(repository, 1, &["b".to_owned()])
+        .await
+        .unwrap();
+
+    let waits = client.recent_waits();
+    assert_eq!(waits.len(), 1, "only the second write waited: {waits:?}");
+    assert_eq!(waits[0].reason, review_github::WaitReason::WriteSpacing);
+    assert_eq!(
+        waits[0].route,
+        "/repos/{owner}/{repo}/issues/{issue_number}/labels"
+    );
+    assert!(waits[0].duration <= std::time::Duration::from_millis(300));
+}

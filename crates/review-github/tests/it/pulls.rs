@@ -1,6 +1,6 @@
 //! Reading a pull request's diff when GitHub refuses the whole diff.
 
-use review_github::{FileChange, PullRequestDiff, RepositoryName};
+use review_github::{ChangeKind, PullRequestDiff, RepositoryName};
 use review_testkit::github::{GithubSim, SimOptions};
 
 use crate::support::{assert_conformant, statuses_and_costs, token_client};
@@ -38,7 +38,7 @@ async fn a_diff_too_large_for_github_falls_back_to_the_per_file_patches() {
         .iter()
         .find(|file| file.path == "README.md")
         .unwrap();
-    assert_eq!(readme.change, FileChange::Modified);
+    assert_eq!(readme.change, ChangeKind::Modified);
     assert!(
         readme
             .patch

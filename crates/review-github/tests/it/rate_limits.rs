@@ -50,7 +50,7 @@ async fn a_429_on_a_write_is_retried_because_github_did_not_process_it() {
     ));
 
     let posted = client
-        .create_issue_comment(&fixture.repository, 1, "Build failed.", Some("t-1"))
+        .create_issue_comment(&fixture.repository, 1, "Build failed.", None)
         .await
         .unwrap();
 

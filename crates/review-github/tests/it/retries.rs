@@ -3,19 +3,16 @@
 
 use std::time::Duration;
 
-use review_github::{GitHubError, NewReview, ReviewEvent, WaitReason};
+use review_github::{GitHubError, ReviewId, ReviewPayload, WaitReason};
 use review_testkit::github::{Fault, FaultRule};
 
-use crate::support::{assert_conformant, fixture, token_client};
+use crate::support::{
+    assert_conformant, fixture, new_review_id, new_thread_id, review_payload, token_client,
+    with_thread,
+};
 
-fn review(head: String) -> NewReview {
-    NewReview {
-        commit_id: head,
-        body: "One cycle's review.\n\n<sub>review::5e1f</sub>".into(),
-        event: ReviewEvent::Comment,
-        comments: Vec::new(),
-        review_id: Some("5e1f".into()),
-    }
+fn review(head: String, review_id: ReviewId) -> ReviewPayload {
+    review_payload(head, "One cycle's review.", Some(review_id), Vec::new())
 }
 
 #[tokio::test]
@@ -97,8 +94,14 @@ async fn a_review_whose_answer_was_dropped_after_the_write_exists_once() {
         Fault::DropResponse,
     ));
 
+    let review_id = new_review_id();
     let posted = client
-        .post_review(&fixture.repository, 1, &review(head))
+        .post_review(
+            &fixture.repository,
+            1,
+            &review(head, review_id),
+            Some(review_id),
+        )
         .await
         .unwrap();
 
@@ -126,8 +129,14 @@ async fn a_review_refused_with_a_server_error_is_posted_again_after_checking() {
         Fault::ServerError(500),
     ));
 
+    let review_id = new_review_id();
     let posted = client
-        .post_review(&fixture.repository, 1, &review(head))
+        .post_review(
+            &fixture.repository,
+            1,
+            &review(head, review_id),
+            Some(review_id),
+        )
         .await
         .unwrap();
 
@@ -148,12 +157,23 @@ async fn posting_the_same_review_twice_posts_it_once() {
     let client = token_client(&fixture.sim, &fixture.bot.token);
     let head = fixture.pull.head_sha().unwrap();
 
+    let review_id = new_review_id();
     let first = client
-        .post_review(&fixture.repository, 1, &review(head.clone()))
+        .post_review(
+            &fixture.repository,
+            1,
+            &review(head.clone(), review_id),
+            Some(review_id),
+        )
         .await
         .unwrap();
     let second = client
-        .post_review(&fixture.repository, 1, &review(head))
+        .post_review(
+            &fixture.repository,
+            1,
+            &review(head, review_id),
+            Some(review_id),
+        )
         .await
         .unwrap();
 
@@ -179,13 +199,14 @@ async fn replies_and_comments_whose_answers_were_dropped_exist_once() {
         Fault::DropResponse,
     ));
 
+    let thread = new_thread_id();
     let reply = client
         .reply_to_review_comment(
             &fixture.repository,
             1,
             thread_start,
-            "Because of the new format.\n\n<sub>thread::aa11</sub>",
-            Some("aa11"),
+            &with_thread("Because of the new format.", thread),
+            Some(thread),
         )
         .await
         .unwrap();

@@ -1,20 +1,11 @@
 //! One review per cycle: many inline comments in one request, and comments
 //! GitHub will not anchor moved to the body — never dropped.
 
-use review_github::{DiffSide, NewInlineComment, NewReview, OUTSIDE_THE_DIFF_HEADING, ReviewEvent};
+use review_github::{OUTSIDE_THE_DIFF_HEADING, PayloadComment, Side};
 
-use crate::support::{assert_conformant, fixture, token_client};
-
-fn inline(line: u64) -> NewInlineComment {
-    NewInlineComment {
-        path: "src/lib.rs".into(),
-        body: format!("Finding on line {line}.\n\n<sub>thread::t{line}</sub>"),
-        line,
-        side: DiffSide::Right,
-        start_line: None,
-        start_side: None,
-    }
-}
+use crate::support::{
+    assert_conformant, fixture, inline, new_review_id, review_payload, token_client,
+};
 
 #[tokio::test]
 async fn fifty_comments_with_three_off_the_diff_become_one_review_with_47_inline() {
@@ -22,26 +13,26 @@ async fn fifty_comments_with_three_off_the_diff_become_one_review_with_47_inline
     let client = token_client(&fixture.sim, &fixture.bot.token);
     let head = fixture.pull.head_sha().unwrap();
     // Lines 1–47 are inside the only hunk (new lines 1–53); 70, 85 and 100 are not.
-    let mut comments: Vec<NewInlineComment> = (1..=47).map(inline).collect();
+    let mut comments: Vec<PayloadComment> = (1..=47).map(inline).collect();
     comments.insert(10, inline(70));
     comments.insert(25, inline(85));
     comments.insert(40, inline(100));
     assert_eq!(comments.len(), 50);
-    let review = NewReview {
-        commit_id: head.clone(),
-        body: "Review of the widgets change.\n\n<sub>review::c0ffee</sub>".into(),
-        event: ReviewEvent::Comment,
+    let review_id = new_review_id();
+    let review = review_payload(
+        head.clone(),
+        "Review of the widgets change.",
+        Some(review_id),
         comments,
-        review_id: Some("c0ffee".into()),
-    };
+    );
 
     let posted = client
-        .post_review(&fixture.repository, 1, &review)
+        .post_review(&fixture.repository, 1, &review, Some(review_id))
         .await
         .unwrap();
 
     assert_eq!(posted.inline_count, 47);
-    let moved: Vec<u64> = posted
+    let moved: Vec<u32> = posted
         .moved_to_body
         .iter()
         .map(|comment| comment.line)
@@ -68,7 +59,10 @@ async fn fifty_comments_with_three_off_the_diff_become_one_review_with_47_inline
             "{body}"
         );
     }
-    assert!(body.contains("review::c0ffee"));
+    assert_eq!(
+        review_core::footer::own_footer(body).review,
+        Some(review_id)
+    );
     assert_eq!(posted.review.commit_id.as_deref(), Some(head.as_str()));
 
     // What the recovery cost: the pre-check, the refused post, one files page, the post.
@@ -100,28 +94,28 @@ async fn multi_line_and_left_side_comments_are_posted_inline() {
     let fixture = fixture();
     let client = token_client(&fixture.sim, &fixture.bot.token);
     let head = fixture.pull.head_sha().unwrap();
-    let range = NewInlineComment {
+    let range = PayloadComment {
         start_line: Some(3),
+        start_side: Some(Side::Right),
         ..inline(5)
     };
-    let old_side = NewInlineComment {
-        side: DiffSide::Left,
+    let old_side = PayloadComment {
+        side: Side::Left,
         ..inline(2)
     };
-    let new_file = NewInlineComment {
+    let new_file = PayloadComment {
         path: "src/new.rs".into(),
         ..inline(1)
     };
-    let review = NewReview {
-        commit_id: head,
-        body: "Three remarks.".into(),
-        event: ReviewEvent::Comment,
-        comments: vec![range, old_side, new_file],
-        review_id: None,
-    };
+    let review = review_payload(
+        head,
+        "Three remarks.",
+        None,
+        vec![range, old_side, new_file],
+    );
 
     let posted = client
-        .post_review(&fixture.repository, 1, &review)
+        .post_review(&fixture.repository, 1, &review, None)
         .await
         .unwrap();
 
@@ -134,7 +128,7 @@ async fn multi_line_and_left_side_comments_are_posted_inline() {
     assert_eq!(listed.len(), 3);
     assert_eq!(listed[0].start_line, Some(3));
     assert_eq!(listed[0].line, Some(5));
-    assert_eq!(listed[1].side, Some(DiffSide::Left));
+    assert_eq!(listed[1].side, Some(Side::Left));
     assert_eq!(listed[2].path, "src/new.rs");
     assert_eq!(
         fixture.sim.requests_for("pulls/list-reviews").len(),
@@ -148,22 +142,21 @@ async fn multi_line_and_left_side_comments_are_posted_inline() {
 async fn a_comment_on_a_file_outside_the_pull_request_is_moved_too() {
     let fixture = fixture();
     let client = token_client(&fixture.sim, &fixture.bot.token);
-    let review = NewReview {
-        commit_id: fixture.pull.head_sha().unwrap(),
-        body: "Summary.".into(),
-        event: ReviewEvent::Comment,
-        comments: vec![
+    let review = review_payload(
+        fixture.pull.head_sha().unwrap(),
+        "Summary.",
+        None,
+        vec![
             inline(4),
-            NewInlineComment {
+            PayloadComment {
                 path: "README.md".into(),
                 ..inline(1)
             },
         ],
-        review_id: None,
-    };
+    );
 
     let posted = client
-        .post_review(&fixture.repository, 1, &review)
+        .post_review(&fixture.repository, 1, &review, None)
         .await
         .unwrap();
 
@@ -177,23 +170,23 @@ async fn a_comment_on_a_file_outside_the_pull_request_is_moved_too() {
 async fn a_review_without_comments_is_a_plain_verdict() {
     let fixture = fixture();
     let client = token_client(&fixture.sim, &fixture.bot.token);
-    let review = NewReview {
-        commit_id: fixture.pull.head_sha().unwrap(),
-        body: "LGTM: nothing left to fix.\n\n<sub>review::1gtm</sub>".into(),
-        event: ReviewEvent::Comment,
-        comments: Vec::new(),
-        review_id: Some("1gtm".into()),
-    };
+    let review_id = new_review_id();
+    let review = review_payload(
+        fixture.pull.head_sha().unwrap(),
+        "LGTM: nothing left to fix.",
+        Some(review_id),
+        Vec::new(),
+    );
 
     let posted = client
-        .post_review(&fixture.repository, 1, &review)
+        .post_review(&fixture.repository, 1, &review, Some(review_id))
         .await
         .unwrap();
 
     assert_eq!(posted.review.state, "COMMENTED");
     assert_eq!(
         client
-            .find_review(&fixture.repository, 1, "1gtm")
+            .find_review(&fixture.repository, 1, review_id)
             .await
             .unwrap()
             .map(|review| review.id),
@@ -201,7 +194,7 @@ async fn a_review_without_comments_is_a_plain_verdict() {
     );
     assert_eq!(
         client
-            .find_review(&fixture.repository, 1, "1gt")
+            .find_review(&fixture.repository, 1, new_review_id())
             .await
             .unwrap(),
         None

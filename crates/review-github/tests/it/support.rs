@@ -4,7 +4,11 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use review_github::{ClientSettings, Credentials, GitHubClient, RepositoryName};
+use review_core::footer::Footer;
+use review_github::{
+    ClientSettings, Credentials, GitHubClient, PayloadComment, RepositoryName, ReviewEvent,
+    ReviewId, ReviewPayload, Side, ThreadId,
+};
 use review_testkit::github::{GithubSim, PullRequestHandle, SimUser};
 use secrecy::SecretString;
 
@@ -96,4 +100,54 @@ pub fn statuses_and_costs(sim: &GithubSim, operation: &str) -> Vec<(u16, u64)> {
         .iter()
         .map(|record| (record.status, record.cost))
         .collect()
+}
+
+/// A fresh review id.
+pub fn new_review_id() -> ReviewId {
+    ReviewId(uuid::Uuid::new_v4())
+}
+
+/// A fresh thread id.
+pub fn new_thread_id() -> ThreadId {
+    ThreadId(uuid::Uuid::new_v4())
+}
+
+/// `text` with a footer carrying `thread`.
+pub fn with_thread(text: &str, thread: ThreadId) -> String {
+    Footer {
+        review: None,
+        thread: Some(thread),
+    }
+    .append_to(text)
+}
+
+/// An inline comment on `src/lib.rs` (RIGHT side) with its own thread footer.
+pub fn inline(line: u32) -> PayloadComment {
+    PayloadComment {
+        path: "src/lib.rs".into(),
+        body: with_thread(&format!("Finding on line {line}."), new_thread_id()),
+        line,
+        side: Side::Right,
+        start_line: None,
+        start_side: None,
+    }
+}
+
+/// A COMMENT review whose body ends with `review`'s footer.
+pub fn review_payload(
+    commit_id: String,
+    text: &str,
+    review: Option<ReviewId>,
+    comments: Vec<PayloadComment>,
+) -> ReviewPayload {
+    let footer = Footer {
+        review,
+        thread: None,
+    };
+    ReviewPayload {
+        commit_id,
+        body: footer.append_to(text),
+        event: ReviewEvent::Comment,
+        comments,
+    }
 }

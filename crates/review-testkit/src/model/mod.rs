@@ -99,10 +99,11 @@
 //! /v1/messages?beta=true` per turn, with all built-in tools in `tools` and our
 //! MCP tools *deferred* (named in a `<system-reminder>` of the first user
 //! message; calling them directly works, see
-//! [`RecordedRequest::mentions_tool`]); plus a `HEAD /` connectivity probe
-//! unless `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`. After a broken stream it
-//! may retry the request without `stream` — the server then answers the same
-//! turn as one JSON message.
+//! [`RecordedRequest::mentions_tool`]); plus a `HEAD /api/hello` connectivity probe
+//! unless `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`. No `count_tokens`, no
+//! title or summary requests in `-p` mode. After a malformed stream it retries
+//! the request without `stream`; the server answers that one (with the next
+//! turn) as one JSON message.
 
 mod request;
 mod script;
