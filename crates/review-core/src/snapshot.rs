@@ -52,6 +52,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
+use crate::anchor::Side;
 use crate::diff::{ChangeKind, ChangedFile, DiffError, PullRequestDiff};
 
 /// The snapshot format version this code writes and reads.
@@ -134,13 +135,13 @@ pub struct ReviewThread {
     /// The line the thread is anchored on, or `None` when GitHub no longer
     /// places it on the current diff (an outdated thread).
     #[serde(default)]
-    pub line: Option<u64>,
+    pub line: Option<u32>,
     /// The first line of a multi-line thread.
     #[serde(default)]
-    pub start_line: Option<u64>,
+    pub start_line: Option<u32>,
     /// Which side of the diff `line` refers to.
     #[serde(default)]
-    pub side: Option<ThreadSide>,
+    pub side: Option<Side>,
     /// The diff hunk GitHub shows above the thread (ends at the commented line).
     #[serde(default)]
     pub diff_hunk: String,
@@ -152,16 +153,6 @@ pub struct ReviewThread {
     pub replied: bool,
     /// The thread's comments, top-level comment first. Never empty.
     pub comments: Vec<ThreadComment>,
-}
-
-/// The side of a diff a review thread is on (GitHub's `LEFT` / `RIGHT`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum ThreadSide {
-    /// The old file (a deleted or context line, old numbering).
-    Left,
-    /// The new file (an added or context line, new numbering).
-    Right,
 }
 
 /// One comment of a review thread.
@@ -383,7 +374,7 @@ mod tests {
                 path: "src/lib.rs".into(),
                 line: Some(3),
                 start_line: None,
-                side: Some(ThreadSide::Right),
+                side: Some(Side::Right),
                 diff_hunk: "@@ -1 +1,3 @@".into(),
                 outdated: false,
                 replied: false,

@@ -11,8 +11,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use review_core::anchor::Side;
 use review_core::footer::own_footer;
-use review_core::snapshot::{PullRequestSnapshot, ReviewThread, ThreadComment, ThreadSide};
+use review_core::snapshot::{PullRequestSnapshot, ReviewThread, ThreadComment};
 
 /// The most diff-hunk lines shown for a thread, counted back from the commented line.
 pub const MAX_HUNK_LINES: usize = 30;
@@ -61,13 +62,13 @@ pub struct CommentEntry {
     pub path: Option<String>,
     /// For a review thread: the line (absent when the thread is outdated).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u64>,
+    pub line: Option<u32>,
     /// For a multi-line review thread: the first line.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub start_line: Option<u64>,
+    pub start_line: Option<u32>,
     /// For a review thread: `LEFT` or `RIGHT`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub side: Option<ThreadSide>,
+    pub side: Option<Side>,
     /// For a review thread: whether the code under it changed since.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub outdated: bool,
@@ -252,7 +253,7 @@ mod tests {
                     path: "src/a.rs".into(),
                     line: Some(4),
                     start_line: None,
-                    side: Some(ThreadSide::Right),
+                    side: Some(Side::Right),
                     diff_hunk: "@@ -1,2 +1,4 @@\n a\n+b".into(),
                     outdated: false,
                     replied: false,

@@ -7,12 +7,12 @@
 use std::collections::{BTreeMap, HashSet};
 
 use review_core::anchor::Side;
-use review_core::diff::{ChangeKind, LineKind, PullRequestDiff as DiffModel};
+use review_core::diff::{LineKind, PullRequestDiff as DiffModel};
 use review_core::snapshot::{
     IssueComment, PullRequestInfo, PullRequestSnapshot, ReviewThread, SNAPSHOT_VERSION,
-    SnapshotFile, ThreadComment, ThreadSide,
+    SnapshotFile, ThreadComment,
 };
-use review_github::{DiffSide, FileChange, PullRequest, PullRequestDiff, RepositoryName};
+use review_github::{PullRequest, PullRequestDiff, RepositoryName};
 
 /// The login shown for a deleted GitHub account.
 const GHOST: &str = "ghost";
@@ -49,7 +49,7 @@ pub fn snapshot_from_github(source: GitHubPullRequest<'_>) -> PullRequestSnapsho
                 .map(|file| SnapshotFile {
                     path: file.path.clone(),
                     previous_path: file.previous_path.clone(),
-                    change: change_kind(file.change, file.patch.is_some()),
+                    change: file.change,
                     patch: file.patch.clone(),
                 })
                 .collect(),
@@ -118,10 +118,7 @@ fn threads(
     roots
         .into_iter()
         .map(|root| {
-            let side = root.side.map(|side| match side {
-                DiffSide::Left => ThreadSide::Left,
-                DiffSide::Right => ThreadSide::Right,
-            });
+            let side = root.side;
             let answers = by_root.remove(&root.id).unwrap_or_default();
             ReviewThread {
                 path: root.path.clone(),
@@ -153,17 +150,8 @@ fn threads(
 
 /// The hunk containing `line` (on `side`), from its header down to that line,
 /// as GitHub's `diff_hunk` shows it.
-pub fn diff_hunk(
-    diff: &DiffModel,
-    path: &str,
-    line: u64,
-    side: Option<ThreadSide>,
-) -> Option<String> {
-    let side = match side {
-        Some(ThreadSide::Left) => Side::Left,
-        _ => Side::Right,
-    };
-    let line = u32::try_from(line).ok()?;
+pub fn diff_hunk(diff: &DiffModel, path: &str, line: u32, side: Option<Side>) -> Option<String> {
+    let side = side.unwrap_or(Side::Right);
     let file = diff.file(path)?;
     let hunk = file
         .hunks
@@ -195,18 +183,4 @@ pub fn diff_hunk(
         }
     }
     Some(text)
-}
-
-/// GitHub's file status in the diff model's terms.
-fn change_kind(change: FileChange, has_patch: bool) -> ChangeKind {
-    match change {
-        FileChange::Added => ChangeKind::Added,
-        FileChange::Removed => ChangeKind::Deleted,
-        FileChange::Renamed => ChangeKind::Renamed,
-        FileChange::Copied => ChangeKind::Copied,
-        FileChange::Modified => ChangeKind::Modified,
-        // `changed` / `unchanged`: a mode change, or content the patch shows.
-        FileChange::Other if has_patch => ChangeKind::Modified,
-        FileChange::Other => ChangeKind::ModeOnly,
-    }
 }

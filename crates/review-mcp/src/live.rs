@@ -129,6 +129,7 @@ impl LiveSource {
         message: &str,
     ) -> Result<String, LiveError> {
         let number = self.pull_request.number;
+        let repository = self.repository.to_string();
         let url = match target {
             ReplyTarget::ReviewComment => {
                 self.github
@@ -144,15 +145,20 @@ impl LiveSource {
                     }
                     _ => message.to_owned(),
                 };
-                self.github
+                let posted = self
+                    .github
                     .create_issue_comment(&self.repository, number, &body, None)
                     .await?
-                    .item
-                    .html_url
+                    .item;
+                // The reply is itself a conversation comment; it needs no answer.
+                self.store
+                    .mark_comment_replied(CommentId(posted.id), number, &repository)
+                    .await?;
+                posted.html_url
             }
         };
         self.store
-            .mark_comment_replied(CommentId(comment_id), number, &self.repository.to_string())
+            .mark_comment_replied(CommentId(comment_id), number, &repository)
             .await?;
         Ok(url)
     }

@@ -2,19 +2,27 @@
 //!
 //! Glue only: resolve the flags and environment into `review_mcp::ServerOptions`
 //! and serve. The pipeline starts it through Claude Code's MCP config with the
-//! snapshot and comments file in the environment; standard output is the MCP
-//! session, logs go to standard error.
+//! snapshot and comments file in the environment (pipeline mode); a developer
+//! adds `--live --repo OWNER/REPO --pr N` to their own Claude Code session
+//! (live mode). Standard output is the MCP session, logs go to standard error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
 
 use review_core::snapshot::PullRequestSnapshot;
+use review_github::{ClientSettings, GitHubClient, RepositoryName, TOKEN_VARIABLE};
+use review_mcp::live::LiveSource;
 use review_mcp::panel::PanelSettings;
 use review_mcp::settings::{self, default_run_directory, refuse_github_credentials};
 use review_mcp::{ReviewServer, ServerOptions, Source};
+
+use super::replies::DatabaseArgs;
+
+/// Where live mode looks for the developer's token, in order.
+const LIVE_TOKEN_VARIABLES: [&str; 3] = [TOKEN_VARIABLE, "GITHUB_TOKEN", "GH_TOKEN"];
 
 /// Arguments of `mcp`. Each can come from the environment the starter sets.
 #[derive(Debug, Args)]
@@ -36,21 +44,62 @@ pub struct McpArgs {
     /// beside the comments file, else a temporary directory).
     #[arg(long, value_name = "DIR", env = settings::RUN_DIRECTORY_VARIABLE)]
     pub run_dir: Option<PathBuf>,
+
+    /// Live mode, for your own Claude Code session: read the pull request and
+    /// post replies on GitHub with your token (`REVIEW_BOT_GITHUB_TOKEN`,
+    /// `GITHUB_TOKEN` or `GH_TOKEN`), recording replies in the local store.
+    #[arg(long, requires_all = ["repo", "pull_request"])]
+    pub live: bool,
+
+    /// The repository, for live mode.
+    #[arg(long, value_name = "OWNER/REPO", requires = "live")]
+    pub repo: Option<String>,
+
+    /// The pull request number, for live mode.
+    #[arg(long = "pr", value_name = "NUMBER", requires = "live")]
+    pub pull_request: Option<u64>,
+
+    /// The store live mode records replies in.
+    #[command(flatten)]
+    pub database: DatabaseArgs,
 }
 
 pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
-    let args = McpArgs {
-        snapshot: non_empty(args.snapshot),
-        comments_file: non_empty(args.comments_file),
-        panel_socket: non_empty(args.panel_socket),
-        run_dir: non_empty(args.run_dir),
+    let comments_file = non_empty(args.comments_file);
+    let run_directory =
+        non_empty(args.run_dir).unwrap_or_else(|| default_run_directory(comments_file.as_deref()));
+    let panel = PanelSettings {
+        socket: non_empty(args.panel_socket),
+        run_directory,
     };
+    if comments_file.is_none() {
+        tracing::warn!(
+            "{} is not set: comments and replies will be accepted but not recorded",
+            settings::COMMENTS_FILE_VARIABLE
+        );
+    }
+    super::block_on(async move {
+        let source = if args.live {
+            live_source(args.repo.as_deref(), args.pull_request, &args.database).await?
+        } else {
+            pipeline_source(non_empty(args.snapshot).as_deref())?
+        };
+        let server = ReviewServer::new(ServerOptions {
+            comments_file,
+            source,
+            panel,
+        });
+        server.serve_stdio().await?;
+        anyhow::Ok(ExitCode::SUCCESS)
+    })?
+}
+
+/// Pipeline mode: the snapshot, and no GitHub credential anywhere.
+fn pipeline_source(snapshot: Option<&Path>) -> anyhow::Result<Source> {
     // DESIGN.md invariant 5: in pipeline mode no GitHub credential may exist
     // anywhere in this process. Refuse rather than serve with one.
     refuse_github_credentials(std::env::vars_os())?;
-    let snapshot = args
-        .snapshot
-        .as_deref()
+    let snapshot = snapshot
         .map(|path| {
             let text = std::fs::read_to_string(path).with_context(|| {
                 format!(
@@ -70,25 +119,46 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     } else {
         tracing::info!("no snapshot: serving the comment tools and present_review only");
     }
-    if args.comments_file.is_none() {
-        tracing::warn!(
-            "{} is not set: comments and replies will be accepted but not recorded",
-            settings::COMMENTS_FILE_VARIABLE
-        );
-    }
-    let run_directory = args
-        .run_dir
-        .unwrap_or_else(|| default_run_directory(args.comments_file.as_deref()));
-    let server = ReviewServer::new(ServerOptions {
-        comments_file: args.comments_file,
-        source: Source::Snapshot(snapshot),
-        panel: PanelSettings {
-            socket: args.panel_socket,
-            run_directory,
-        },
-    });
-    super::block_on(server.serve_stdio())??;
-    Ok(ExitCode::SUCCESS)
+    Ok(Source::Snapshot(snapshot))
+}
+
+/// Live mode: the developer's token, GitHub and the local store.
+async fn live_source(
+    repository: Option<&str>,
+    pull_request: Option<u64>,
+    database: &DatabaseArgs,
+) -> anyhow::Result<Source> {
+    let (Some(repository), Some(pull_request)) = (repository, pull_request) else {
+        anyhow::bail!("live mode needs --repo OWNER/REPO and --pr NUMBER");
+    };
+    let repository = RepositoryName::parse(repository)?;
+    let lookup = |name: &str| {
+        let present = |variable: &str| {
+            std::env::var(variable)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+        };
+        if name == TOKEN_VARIABLE {
+            LIVE_TOKEN_VARIABLES
+                .iter()
+                .find_map(|variable| present(variable))
+        } else {
+            present(name)
+        }
+    };
+    let settings = ClientSettings::from_environment(lookup).with_context(|| {
+        format!(
+            "live mode uses your own GitHub token: set one of {} (for example `export GITHUB_TOKEN=$(gh auth token)`)",
+            LIVE_TOKEN_VARIABLES.join(", ")
+        )
+    })?;
+    let github = GitHubClient::new(settings)?;
+    let store = database.open().await?;
+    let live = LiveSource::connect(github, store, repository.clone(), pull_request)
+        .await
+        .with_context(|| format!("could not read {repository}#{pull_request} from GitHub"))?;
+    tracing::info!(pull_request = %live.describe(), "live mode: serving the pull request from GitHub");
+    Ok(Source::Live(Box::new(live)))
 }
 
 fn non_empty(path: Option<PathBuf>) -> Option<PathBuf> {

@@ -4,6 +4,7 @@ mod discover;
 mod findings;
 mod mcp;
 mod mcp_inspector;
+mod mcp_live;
 mod platform;
 mod replies;
 

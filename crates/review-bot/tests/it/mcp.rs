@@ -10,9 +10,10 @@ use std::time::Duration;
 use review_agent::claude::{
     AgentRun, ClaudeCode, ClaudeCodeRun, ClaudeCodeSettings, McpConfig, McpServerCommand,
 };
+use review_core::anchor::Side;
 use review_core::snapshot::{
     IssueComment, PullRequestInfo, PullRequestSnapshot, ReviewThread, SNAPSHOT_VERSION,
-    ThreadComment, ThreadSide,
+    ThreadComment,
 };
 use review_mcp::settings::{GITHUB_CREDENTIAL_VARIABLES, github_credential_variables};
 use review_testkit::model::{ModelServer, Script, ToolCall, ToolResult, Turn};
@@ -64,7 +65,7 @@ fn snapshot() -> PullRequestSnapshot {
             path: "src/lib.rs".into(),
             line: Some(2),
             start_line: None,
-            side: Some(ThreadSide::Right),
+            side: Some(Side::Right),
             diff_hunk: "@@ -1,5 +1,7 @@\n fn a() {}\n+fn b() {}".into(),
             outdated: false,
             replied: false,

@@ -2,9 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use review_core::anchor::Side;
 use review_core::snapshot::{
     IssueComment, PullRequestInfo, PullRequestSnapshot, ReviewThread, SNAPSHOT_VERSION,
-    ThreadComment, ThreadSide,
+    ThreadComment,
 };
 use review_mcp::panel::PanelSettings;
 use review_mcp::{ReviewServer, ServerOptions, Source};
@@ -76,7 +77,7 @@ pub fn snapshot() -> PullRequestSnapshot {
                 path: "src/lib.rs".into(),
                 line: Some(2),
                 start_line: None,
-                side: Some(ThreadSide::Right),
+                side: Some(Side::Right),
                 diff_hunk: "@@ -1,5 +1,7 @@\n fn a() {}\n+fn b() {}".into(),
                 outdated: false,
                 replied: false,
@@ -93,7 +94,7 @@ pub fn snapshot() -> PullRequestSnapshot {
                 path: "src/lib.rs".into(),
                 line: Some(43),
                 start_line: None,
-                side: Some(ThreadSide::Right),
+                side: Some(Side::Right),
                 diff_hunk: "@@ -40,3 +42,4 @@\n fn x() {}\n+fn y() {}".into(),
                 outdated: false,
                 replied: true,
