@@ -159,6 +159,15 @@ async fn every_operation_answers_in_the_shape_of_its_schema() {
         .await;
     caller
         .call(
+            "pulls/create-review-comment",
+            &token,
+            Method::POST,
+            &format!("{pulls}/comments"),
+            Some(json!({"body": "about the whole file", "commit_id": head, "path": "src/new.rs", "subject_type": "file"})),
+        )
+        .await;
+    caller
+        .call(
             "pulls/create-reply-for-review-comment",
             &token,
             Method::POST,
