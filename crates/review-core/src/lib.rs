@@ -7,3 +7,16 @@
 //! tests, and reusable by every adapter.
 //!
 //! **Architecture Invariant:** this crate does no I/O and has no async.
+
+pub mod agent_requests;
+pub mod anchor;
+pub mod build_commands;
+pub mod diff;
+pub mod findings;
+pub mod footer;
+pub mod labels;
+pub mod passes;
+pub mod payload;
+pub mod platform;
+pub mod prompt;
+pub mod snapshot;

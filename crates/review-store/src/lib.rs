@@ -3,3 +3,86 @@
 //! SQLite by default (one file, no server), PostgreSQL when several replicas
 //! share work. Holds reply tracking, run history, posted-comment fingerprints
 //! and job leases, so that no state lives only in memory.
+//!
+//! Open a [`Store`] with [`Store::open`] (`sqlite://PATH` or `postgres://…`);
+//! migrations are applied at open. Every method is scoped by repository
+//! (`owner/name`, case-insensitive like GitHub's), and every timestamp comes
+//! from the database's clock.
+//!
+//! - replies ([`Store::mark_comment_replied`], [`Store::replied_comment_ids`], …)
+//!   and the seed's JSON file format ([`reply_file`]) for import and export;
+//! - runs and their agent passes ([`Store::start_run`], …);
+//! - fingerprints of posted inline comments ([`Fingerprint`],
+//!   [`Store::record_posted_comments`], [`Store::posted_fingerprints`]);
+//! - job leases ([`Store::claim`], [`Store::renew`], [`Store::release`]).
+
+mod dialect;
+mod error;
+mod fingerprints;
+mod leases;
+mod location;
+mod migrations;
+mod open;
+mod replies;
+pub mod reply_file;
+mod repositories;
+mod runs;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+pub use error::StoreError;
+pub use fingerprints::{Fingerprint, InlineComment};
+pub use leases::Lease;
+pub use location::{DatabaseLocation, default_database_url, sqlite_url};
+pub use migrations::SCHEMA_VERSION;
+pub use replies::{CommentId, CommentReply, Health, ImportSummary};
+pub use runs::{AgentPass, JobKind, NewRun, Run, RunId};
+
+/// A handle on the database. Cheap to clone: clones share one connection pool.
+#[derive(Debug, Clone)]
+pub struct Store {
+    /// The connection pool.
+    backend: dialect::Backend,
+    /// Where the database is, for messages (never holds a password).
+    location: Arc<DatabaseLocation>,
+    /// Repository ids by name key; ids never change once assigned.
+    repository_ids: Arc<Mutex<HashMap<String, i64>>>,
+}
+
+impl Store {
+    /// Wraps a driver error from `operation`, telling corruption apart.
+    pub(crate) fn query_error(
+        &self,
+        operation: &'static str,
+    ) -> impl Fn(sqlx::Error) -> StoreError + '_ {
+        move |error| {
+            if error::is_corruption(&error) {
+                StoreError::Corrupt {
+                    location: self.location().clone(),
+                    detail: error.to_string(),
+                }
+            } else {
+                StoreError::Query {
+                    operation,
+                    location: self.location().clone(),
+                    source: error,
+                }
+            }
+        }
+    }
+}
+
+/// A number from GitHub (comment id, pull request number, line) as the
+/// database's signed 64-bit integer.
+pub(crate) fn to_database_integer(value: u64, what: &'static str) -> Result<i64, StoreError> {
+    i64::try_from(value).map_err(|_| StoreError::invalid(what, format!("{value} is too large")))
+}
+
+/// A stored 64-bit integer back as the unsigned number it was.
+pub(crate) fn from_database_integer(value: i64) -> Result<u64, sqlx::Error> {
+    u64::try_from(value)
+        .map_err(|_| sqlx::Error::Decode(format!("unexpected negative number {value}").into()))
+}

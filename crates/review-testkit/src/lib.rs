@@ -6,4 +6,6 @@
 //! never fakes our own code.
 
 pub mod github;
+pub mod model;
 pub mod openapi;
+pub mod tools;

@@ -1,9 +1,18 @@
 //! `review-bot discover-commands DIR`: the build and test commands a repository documents.
+//!
+//! Reads `CLAUDE.md` then `README.md` from DIR (names matched case-insensitively,
+//! an exact match preferred) and prints `{"build": […], "test": […], "source": …}`;
+//! `source` is the file the commands came from, or `null` when none documents
+//! any — which is an answer (exit 0), not an error.
 
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::Args;
+use review_core::build_commands::{DOCUMENT_NAMES, Discovery, Document, discover};
+use serde::Serialize;
 
 /// Arguments of `discover-commands`.
 #[derive(Debug, Args)]
@@ -12,6 +21,57 @@ pub struct DiscoverCommandsArgs {
     pub dir: PathBuf,
 }
 
+#[derive(Serialize)]
+struct Report {
+    build: Vec<String>,
+    test: Vec<String>,
+    source: Option<String>,
+}
+
 pub fn run(args: &DiscoverCommandsArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`discover-commands` is being built (issue 2): {args:?}")
+    let entries: Vec<String> = std::fs::read_dir(&args.dir)
+        .with_context(|| format!("could not list the directory {}", args.dir.display()))?
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .collect();
+    let mut texts = Vec::new();
+    for wanted in DOCUMENT_NAMES {
+        let name = entries
+            .iter()
+            .find(|name| name.as_str() == wanted)
+            .or_else(|| {
+                entries
+                    .iter()
+                    .find(|name| name.eq_ignore_ascii_case(wanted))
+            });
+        if let Some(name) = name {
+            texts.push((name.clone(), read_text(&args.dir.join(name))?));
+        }
+    }
+    let documents: Vec<Document<'_>> = texts
+        .iter()
+        .map(|(name, text)| Document { name, text })
+        .collect();
+    let report = match discover(None, &documents) {
+        Discovery::Found(found) => Report {
+            build: found.build,
+            test: found.test,
+            source: Some(found.source.name().to_owned()),
+        },
+        Discovery::NothingFound { .. } => Report {
+            build: Vec::new(),
+            test: Vec::new(),
+            source: None,
+        },
+    };
+    let output = serde_json::to_string_pretty(&report)? + "\n";
+    std::io::stdout().write_all(output.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A document's text; invalid UTF-8 is replaced rather than refused.
+fn read_text(path: &Path) -> anyhow::Result<String> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("could not read {}", path.display()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

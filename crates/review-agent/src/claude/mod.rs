@@ -1,0 +1,622 @@
+//! The Claude Code runner: builds the CLI's command line and environment, runs
+//! it headless with a timeout (killing its whole process group), saves its
+//! transcript, checks that our MCP server connected, and turns its result
+//! into an [`AgentRun`].
+//!
+//! ```no_run
+//! use review_agent::claude::{ClaudeCode, ClaudeCodeRun, ClaudeCodeSettings, McpConfig, McpServerCommand};
+//! # async fn example(api_key: secrecy::SecretString) -> Result<(), review_agent::AgentError> {
+//! let claude = ClaudeCode::new(
+//!     ClaudeCodeSettings::new("claude", "claude-opus-4-6").with_api_key(api_key),
+//! );
+//! let mcp = McpServerCommand::current_review_bot(
+//!     ["--snapshot".to_owned(), "/run/42/snapshot.json".to_owned()],
+//!     [("COMMENTS_FILE".to_owned(), "/run/42/comments.jsonl".to_owned())].into(),
+//! )
+//! .expect("current executable");
+//! let run = claude
+//!     .run(
+//!         &ClaudeCodeRun::new("Review pull request #7.", "/work/checkout", "/run/42")
+//!             .with_system_prompt_file("/run/42/prompt.md")
+//!             .with_mcp(McpConfig::review(mcp)),
+//!     )
+//!     .await?
+//!     .into_success()?;
+//! println!("{} turns, ${:.2}", run.num_turns, run.total_cost_usd);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The command (see [`ClaudeCode::arguments`]):
+//!
+//! ```text
+//! claude --print --output-format stream-json --verbose --model M --max-turns N
+//!        --thinking enabled|adaptive|disabled [--append-system-prompt-file FILE]
+//!        [--mcp-config FILE] --strict-mcp-config --dangerously-skip-permissions
+//!        --no-session-persistence [--allowedTools A,B] [--max-budget-usd X] -- PROMPT
+//! ```
+//!
+//! We ask for `stream-json` rather than `json`: its last line is the same
+//! result object `json` prints, and its first line (`system`/`init`) is the
+//! only place the CLI reports whether each MCP server connected — a server
+//! that fails to start is otherwise silently ignored. The whole stream is
+//! the run's transcript. The prompt goes after `--` so that neither a leading
+//! `-` nor the variadic `--allowedTools` can swallow it. The process runs in
+//! the checkout with stdin from `/dev/null` and the environment described in
+//! [`environment`].
+
+pub mod environment;
+mod mcp_config;
+mod outcome;
+mod output;
+mod settings;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
+use tokio::io::{
+    AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWriteExt as _, BufReader,
+};
+use tracing::Instrument as _;
+
+pub use environment::is_github_credential;
+pub use mcp_config::{McpConfig, McpServerCommand, REVIEW_SERVER};
+pub use outcome::{AgentOutcome, AgentRun, PermissionDenial, TokenUsage};
+pub use settings::{ClaudeCodeRun, ClaudeCodeSettings, Thinking};
+
+use crate::AgentError;
+use environment::{ClaudeEnvironment, RunDirectories};
+use output::{ResultEvent, StreamEvent};
+
+/// How much of stderr and of stray stdout lines an error message quotes.
+const TAIL_BYTES: usize = 2_000;
+
+/// Longest temporary directory we hand the CLI (it adds a socket path below it).
+const SOCKET_DIRECTORY_LIMIT: usize = 80;
+
+/// How long to wait for the output readers once the process group is gone
+/// (a descendant that left the group could hold a pipe open).
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+
+/// Runs Claude Code with fixed [`ClaudeCodeSettings`].
+#[derive(Debug, Clone)]
+pub struct ClaudeCode {
+    settings: ClaudeCodeSettings,
+}
+
+impl ClaudeCode {
+    /// A runner with these settings.
+    pub fn new(settings: ClaudeCodeSettings) -> Self {
+        Self { settings }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &ClaudeCodeSettings {
+        &self.settings
+    }
+
+    /// The exact argument list for `run` (after the executable), with the MCP
+    /// config at `mcp_config_path` when the run has one.
+    pub fn arguments(&self, run: &ClaudeCodeRun, mcp_config_path: Option<&Path>) -> Vec<OsString> {
+        let settings = &self.settings;
+        let mut arguments: Vec<OsString> = Vec::new();
+        let mut push = |argument: &dyn AsRef<std::ffi::OsStr>| {
+            arguments.push(argument.as_ref().to_owned());
+        };
+        push(&"--print");
+        push(&"--output-format");
+        push(&"stream-json");
+        push(&"--verbose");
+        push(&"--model");
+        push(&settings.model);
+        push(&"--max-turns");
+        push(&settings.max_turns.to_string());
+        push(&"--thinking");
+        push(&settings.thinking.as_flag());
+        if let Some(file) = &run.system_prompt_file {
+            push(&"--append-system-prompt-file");
+            push(file);
+        }
+        if let Some(path) = mcp_config_path {
+            push(&"--mcp-config");
+            push(&path);
+        }
+        push(&"--strict-mcp-config");
+        push(&"--dangerously-skip-permissions");
+        push(&"--no-session-persistence");
+        if !run.allowed_tools.is_empty() {
+            push(&"--allowedTools");
+            push(&run.allowed_tools.join(","));
+        }
+        if let Some(budget) = settings.max_budget_usd {
+            push(&"--max-budget-usd");
+            push(&budget.to_string());
+        }
+        push(&"--");
+        push(&run.prompt);
+        arguments
+    }
+
+    /// Run Claude Code once. `Ok` whenever the CLI reported a result — check
+    /// [`AgentRun::outcome`] or call [`AgentRun::into_success`]; `Err` when it
+    /// could not start, timed out, lost its MCP server, or printed no
+    /// readable result.
+    pub async fn run(&self, run: &ClaudeCodeRun) -> Result<AgentRun, AgentError> {
+        let span = tracing::info_span!(
+            "claude_code",
+            model = %self.settings.model,
+            working_directory = %run.working_directory.display(),
+        );
+        self.run_in_span(run).instrument(span).await
+    }
+
+    async fn run_in_span(&self, run: &ClaudeCodeRun) -> Result<AgentRun, AgentError> {
+        let started = Instant::now();
+        let prepared = self.prepare(run)?;
+        let mut group = self.spawn(run, &prepared)?;
+        let stderr = StderrCapture::start(
+            group.child.stderr().take(),
+            run.run_directory.join("claude-stderr.log"),
+        );
+        let stdout = group.child.stdout().take().expect("stdout is piped");
+        let transcript = tokio::fs::File::create(&run.transcript_path)
+            .await
+            .map_err(|source| AgentError::File {
+                action: "create the transcript",
+                path: run.transcript_path.clone(),
+                source,
+            })?;
+        let required: Vec<&str> = run
+            .mcp
+            .as_ref()
+            .map(|mcp| mcp.servers().keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let watched = tokio::time::timeout(
+            self.settings.timeout,
+            watch(&mut group, stdout, transcript, run, &required),
+        )
+        .await;
+
+        // Whatever happened, nothing of the run outlives it.
+        let status = group.finish().await;
+        let stderr_tail = stderr.finish().await;
+
+        let watched = match watched {
+            Err(_elapsed) => {
+                tracing::warn!(timeout = ?self.settings.timeout, "Claude Code timed out; killed its process group");
+                return Err(AgentError::TimedOut {
+                    after: self.settings.timeout,
+                    transcript: run.transcript_path.clone(),
+                    stderr_tail,
+                });
+            }
+            Ok(Err(WatchError::Agent(error))) => return Err(error),
+            Ok(Err(WatchError::McpServer { server, status })) => {
+                let mcp = run
+                    .mcp
+                    .as_ref()
+                    .expect("servers are only required with a config");
+                return Err(AgentError::McpServerNotConnected {
+                    command: mcp
+                        .servers()
+                        .get(&server)
+                        .map(McpServerCommand::display)
+                        .unwrap_or_default(),
+                    server,
+                    status,
+                    config: prepared.mcp_config_path.unwrap_or_default(),
+                    stderr_tail,
+                });
+            }
+            Ok(Ok(watched)) => watched,
+        };
+        let status = status.map_err(AgentError::Process)?;
+        conclude(watched, status, stderr_tail, started.elapsed())
+    }
+
+    /// Start the CLI in its own process group.
+    fn spawn(&self, run: &ClaudeCodeRun, prepared: &Prepared) -> Result<GroupGuard, AgentError> {
+        let arguments = self.arguments(run, prepared.mcp_config_path.as_deref());
+        tracing::debug!(
+            arguments = arguments.len(),
+            environment = ?prepared.environment.names(),
+            "starting Claude Code"
+        );
+        let mut command = tokio::process::Command::new(&self.settings.executable);
+        command
+            .args(arguments)
+            .current_dir(&run.working_directory)
+            .env_clear()
+            .envs(
+                prepared
+                    .environment
+                    .variables
+                    .iter()
+                    .map(|(name, value)| (name, value)),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut wrapped = CommandWrap::from(command);
+        wrapped.wrap(ProcessGroup::leader());
+        let child = wrapped.spawn().map_err(|source| AgentError::Spawn {
+            executable: self.settings.executable.clone(),
+            source,
+        })?;
+        Ok(GroupGuard {
+            child,
+            reaped: false,
+        })
+    }
+
+    /// Create the run's directories and files and its environment.
+    fn prepare(&self, run: &ClaudeCodeRun) -> Result<Prepared, AgentError> {
+        let create = |path: &Path| {
+            std::fs::create_dir_all(path).map_err(|source| AgentError::File {
+                action: "create the directory",
+                path: path.to_owned(),
+                source,
+            })
+        };
+        create(&run.run_directory)?;
+        let config_directory = match &self.settings.config_directory {
+            Some(directory) => directory.clone(),
+            None => run.run_directory.join("claude-config"),
+        };
+        create(&config_directory)?;
+        let mcp_config_path = match &run.mcp {
+            Some(mcp) => {
+                let path = run.run_directory.join("mcp-config.json");
+                mcp.write(&path)?;
+                Some(path)
+            }
+            None => None,
+        };
+        // The CLI puts a Unix socket in its temporary directory; keep it in the
+        // run directory (removed with it) unless the path would be too long
+        // for a socket (108 bytes, with `/cc-socks/NNNNNNN.sock` to add).
+        let temporary_directory = run.run_directory.join("tmp");
+        let temporary_directory = if temporary_directory.as_os_str().len() <= SOCKET_DIRECTORY_LIMIT
+        {
+            create(&temporary_directory)?;
+            Some(temporary_directory)
+        } else {
+            tracing::debug!(
+                "run directory path too long for Claude Code's socket; using its default temporary directory"
+            );
+            None
+        };
+        let home_directory = match &self.settings.home_directory {
+            Some(directory) => directory.clone(),
+            None => run.run_directory.join("home"),
+        };
+        create(&home_directory)?;
+        let environment = ClaudeEnvironment::build(
+            &self.settings,
+            RunDirectories {
+                config: &config_directory,
+                home: &home_directory,
+                temporary: temporary_directory.as_deref(),
+            },
+            &run.environment,
+        )?;
+        Ok(Prepared {
+            mcp_config_path,
+            environment,
+        })
+    }
+}
+
+struct Prepared {
+    mcp_config_path: Option<PathBuf>,
+    environment: ClaudeEnvironment,
+}
+
+/// Turn what the CLI printed into the run's result.
+fn conclude(
+    watched: Watched,
+    status: Option<ExitStatus>,
+    stderr_tail: String,
+    measured: Duration,
+) -> Result<AgentRun, AgentError> {
+    let exit = status.map_or_else(|| "status unknown".to_owned(), |status| status.to_string());
+    match watched.result {
+        Some(Ok(result)) => {
+            let agent_run = result.into_run(status.and_then(|status| status.code()), measured);
+            tracing::info!(
+                outcome = %agent_run.outcome,
+                turns = agent_run.num_turns,
+                cost_usd = agent_run.total_cost_usd,
+                "Claude Code finished"
+            );
+            Ok(agent_run)
+        }
+        Some(Err(reason)) => Err(AgentError::MalformedResult {
+            reason,
+            stderr_tail,
+        }),
+        None => Err(AgentError::NoResult {
+            exit,
+            stderr_tail,
+            stdout_tail: watched.stray_stdout.text(),
+        }),
+    }
+}
+
+/// Saves the CLI's stderr to a file and keeps its tail for error messages.
+struct StderrCapture {
+    tail: Arc<Mutex<Tail>>,
+    reader: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl StderrCapture {
+    fn start(stderr: Option<tokio::process::ChildStderr>, path: PathBuf) -> Self {
+        let tail = Arc::new(Mutex::new(Tail::default()));
+        let reader =
+            stderr.map(|stderr| tokio::spawn(copy_with_tail(stderr, path, Arc::clone(&tail))));
+        Self { tail, reader }
+    }
+
+    /// The tail, once the stream closed (or [`DRAIN_LIMIT`] passed).
+    async fn finish(self) -> String {
+        if let Some(reader) = self.reader
+            && tokio::time::timeout(DRAIN_LIMIT, reader).await.is_err()
+        {
+            tracing::warn!("Claude Code's stderr stayed open after its process group was killed");
+        }
+        self.tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .text()
+    }
+}
+
+/// The CLI's process group; killed on drop unless reaped (a cancelled run
+/// leaves nothing behind).
+struct GroupGuard {
+    child: Box<dyn ChildWrapper>,
+    reaped: bool,
+}
+
+impl GroupGuard {
+    /// Kill what is left of the group and reap the CLI.
+    async fn finish(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        // ESRCH (nothing left) is the usual answer after a clean exit.
+        let _ = self.child.start_kill();
+        let status = self.child.wait().await;
+        self.reaped = true;
+        status.map(Some)
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if !self.reaped {
+            let _ = self.child.start_kill();
+        }
+    }
+}
+
+#[derive(Debug)]
+enum WatchError {
+    Agent(AgentError),
+    McpServer { server: String, status: String },
+}
+
+struct Watched {
+    result: Option<Result<ResultEvent, String>>,
+    stray_stdout: Tail,
+}
+
+/// Read the CLI's output until it closes: save every line to the transcript,
+/// check the MCP servers on `init`, keep the result.
+async fn watch(
+    group: &mut GroupGuard,
+    stdout: impl AsyncRead + Unpin,
+    transcript: tokio::fs::File,
+    run: &ClaudeCodeRun,
+    required: &[&str],
+) -> Result<Watched, WatchError> {
+    let transcript_error = |source| {
+        WatchError::Agent(AgentError::File {
+            action: "write the transcript",
+            path: run.transcript_path.clone(),
+            source,
+        })
+    };
+    let mut transcript = tokio::io::BufWriter::new(transcript);
+    let mut lines = BufReader::new(stdout).lines();
+    let mut watched = Watched {
+        result: None,
+        stray_stdout: Tail::default(),
+    };
+    let mut init_seen = false;
+    let mut leader_exited = false;
+    loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line.map_err(|error| WatchError::Agent(AgentError::Process(error)))?,
+            status = group.child.inner_mut().wait(), if !leader_exited => {
+                status.map_err(|error| WatchError::Agent(AgentError::Process(error)))?;
+                leader_exited = true;
+                // Anything the CLI left running goes now, so our pipes close.
+                let _ = group.child.start_kill();
+                continue;
+            }
+        };
+        let Some(line) = line else { break };
+        transcript
+            .write_all(line.as_bytes())
+            .await
+            .map_err(transcript_error)?;
+        transcript
+            .write_all(b"\n")
+            .await
+            .map_err(transcript_error)?;
+        match output::parse_line(&line) {
+            None => watched.stray_stdout.push(line.as_bytes()),
+            Some(Ok(StreamEvent::System(system))) if system.subtype == "init" => {
+                init_seen = true;
+                for server in required {
+                    let status = system
+                        .mcp_servers
+                        .iter()
+                        .find(|status| status.name == *server)
+                        .map_or("missing", |status| status.status.as_str());
+                    if status != "connected" {
+                        transcript.flush().await.map_err(transcript_error)?;
+                        return Err(WatchError::McpServer {
+                            server: (*server).to_owned(),
+                            status: status.to_owned(),
+                        });
+                    }
+                }
+            }
+            Some(Ok(StreamEvent::Result(result))) => watched.result = Some(Ok(result)),
+            Some(Ok(_)) => {}
+            Some(Err(error)) => {
+                if line.contains(r#""type":"result""#) {
+                    watched.result = Some(Err(error.to_string()));
+                } else {
+                    tracing::debug!(%error, "skipping an output line we do not understand");
+                }
+            }
+        }
+    }
+    transcript.flush().await.map_err(transcript_error)?;
+    if let (false, Some(server), Some(Ok(_))) = (init_seen, required.first(), &watched.result) {
+        return Err(WatchError::McpServer {
+            server: (*server).to_owned(),
+            status: "unknown (Claude Code printed no init message)".to_owned(),
+        });
+    }
+    Ok(watched)
+}
+
+/// The last [`TAIL_BYTES`] of a stream.
+#[derive(Debug, Default)]
+struct Tail {
+    bytes: Vec<u8>,
+}
+
+impl Tail {
+    /// Add a line.
+    fn push(&mut self, line: &[u8]) {
+        if !self.bytes.is_empty() && self.bytes.last() != Some(&b'\n') {
+            self.bytes.push(b'\n');
+        }
+        self.append(line);
+    }
+
+    /// Add raw bytes.
+    fn append(&mut self, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+        if self.bytes.len() > TAIL_BYTES {
+            let excess = self.bytes.len() - TAIL_BYTES;
+            self.bytes.drain(..excess);
+        }
+    }
+
+    fn text(&self) -> String {
+        let text = String::from_utf8_lossy(&self.bytes).trim().to_owned();
+        if text.is_empty() {
+            "(empty)".to_owned()
+        } else {
+            text
+        }
+    }
+}
+
+/// Copy a stream to `path` (best effort) and keep its tail.
+async fn copy_with_tail(mut stream: impl AsyncRead + Unpin, path: PathBuf, tail: Arc<Mutex<Tail>>) {
+    let mut file = match tokio::fs::File::create(&path).await {
+        Ok(file) => Some(file),
+        Err(error) => {
+            tracing::warn!(path = %path.display(), %error, "could not save Claude Code's stderr");
+            None
+        }
+    };
+    let mut buffer = vec![0; 8 * 1024];
+    loop {
+        let read = match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        let chunk = &buffer[..read];
+        tail.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .append(chunk);
+        if let Some(open) = file.as_mut()
+            && open.write_all(chunk).await.is_err()
+        {
+            file = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_comes_last_after_a_separator_and_every_option_is_there() {
+        let claude = ClaudeCode::new(
+            ClaudeCodeSettings::new("claude", "claude-opus-4-6")
+                .with_max_turns(7)
+                .with_thinking(Thinking::Adaptive)
+                .with_max_budget_usd(2.5),
+        );
+        let run = ClaudeCodeRun::new("-review this", "/checkout", "/run")
+            .with_system_prompt_file("/run/prompt.md")
+            .with_allowed_tools([
+                "Read".to_owned(),
+                "mcp__review__leave_general_comment".to_owned(),
+            ]);
+        let arguments: Vec<String> = claude
+            .arguments(&run, Some(Path::new("/run/mcp.json")))
+            .into_iter()
+            .map(|argument| argument.into_string().unwrap())
+            .collect();
+        assert_eq!(
+            arguments,
+            [
+                "--print",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--model",
+                "claude-opus-4-6",
+                "--max-turns",
+                "7",
+                "--thinking",
+                "adaptive",
+                "--append-system-prompt-file",
+                "/run/prompt.md",
+                "--mcp-config",
+                "/run/mcp.json",
+                "--strict-mcp-config",
+                "--dangerously-skip-permissions",
+                "--no-session-persistence",
+                "--allowedTools",
+                "Read,mcp__review__leave_general_comment",
+                "--max-budget-usd",
+                "2.5",
+                "--",
+                "-review this",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tail_keeps_the_end() {
+        let mut tail = Tail::default();
+        tail.push(&vec![b'a'; TAIL_BYTES]);
+        tail.push(b"last line");
+        assert!(tail.text().ends_with("\nlast line"));
+        assert!(tail.bytes.len() <= TAIL_BYTES);
+        assert_eq!(Tail::default().text(), "(empty)");
+    }
+}

@@ -1,0 +1,233 @@
+//! How review-bot runs Claude Code: the settings that hold for every run
+//! (from the configuration file), and the per-run request.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use secrecy::SecretString;
+
+use super::environment::DEFAULT_INHERITED;
+use super::mcp_config::McpConfig;
+
+/// Extended thinking, passed as `--thinking`. Claude Code 2.1.330 accepts
+/// exactly `enabled`, `adaptive` and `disabled` (the flag needs a value; the
+/// seed's bare `--thinking` is rejected). `enabled` gives a thinking budget on
+/// models without adaptive thinking and adaptive thinking on those with it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Thinking {
+    /// `--thinking enabled` (the default: the seed asks for extended thinking).
+    #[default]
+    Enabled,
+    /// `--thinking adaptive`.
+    Adaptive,
+    /// `--thinking disabled`.
+    Disabled,
+}
+
+impl Thinking {
+    /// The flag's value.
+    pub fn as_flag(self) -> &'static str {
+        match self {
+            Self::Enabled => "enabled",
+            Self::Adaptive => "adaptive",
+            Self::Disabled => "disabled",
+        }
+    }
+}
+
+/// Settings for every Claude Code run.
+#[derive(Debug, Clone)]
+pub struct ClaudeCodeSettings {
+    /// The `claude` executable (a path, or a name looked up in `PATH`).
+    pub executable: PathBuf,
+    /// `--model`: a model name or alias.
+    pub model: String,
+    /// `--max-turns`: agentic turns before the run stops with `error_max_turns`.
+    pub max_turns: u32,
+    /// `--thinking`.
+    pub thinking: Thinking,
+    /// `--max-budget-usd`, when set.
+    pub max_budget_usd: Option<f64>,
+    /// `ANTHROPIC_API_KEY`. Without it the CLI uses the login in its config
+    /// directory (see [`ClaudeCodeSettings::config_directory`]).
+    pub api_key: Option<SecretString>,
+    /// `ANTHROPIC_BASE_URL`: another Messages API endpoint (a gateway, or the
+    /// test suite's scripted model server).
+    pub base_url: Option<String>,
+    /// `CLAUDE_CODE_MAX_RETRIES`: API retries per request (the CLI's default
+    /// retries for minutes).
+    pub max_retries: u32,
+    /// Wall-clock limit for one run; past it the CLI is killed with its
+    /// process group.
+    pub timeout: Duration,
+    /// `CLAUDE_CONFIG_DIR`. `None` (the default) gives every run a fresh
+    /// directory inside its run directory, so runs share no state; set it to a
+    /// logged-in Claude Code's directory (e.g. `~/.claude`) to use that login
+    /// instead of an API key.
+    pub config_directory: Option<PathBuf>,
+    /// `HOME` for the CLI and everything it runs. `None` (the default) gives
+    /// every run a fresh, empty home inside its run directory: review-bot's
+    /// own home may hold credentials (`~/.config/gh`, `~/.git-credentials`)
+    /// and a shell profile the agent's commands would source.
+    pub home_directory: Option<PathBuf>,
+    /// Names of variables copied from review-bot's environment (default
+    /// [`DEFAULT_INHERITED`]). A GitHub credential is refused.
+    pub inherited_environment: Vec<String>,
+}
+
+impl ClaudeCodeSettings {
+    /// Defaults: 30 turns, thinking enabled, 3 API retries, 30 minutes, no
+    /// budget, fresh config directory per run.
+    pub fn new(executable: impl Into<PathBuf>, model: impl Into<String>) -> Self {
+        Self {
+            executable: executable.into(),
+            model: model.into(),
+            max_turns: 30,
+            thinking: Thinking::default(),
+            max_budget_usd: None,
+            api_key: None,
+            base_url: None,
+            max_retries: 3,
+            timeout: Duration::from_mins(30),
+            config_directory: None,
+            home_directory: None,
+            inherited_environment: DEFAULT_INHERITED
+                .iter()
+                .map(|name| (*name).to_owned())
+                .collect(),
+        }
+    }
+
+    /// Set [`ClaudeCodeSettings::api_key`].
+    #[must_use]
+    pub fn with_api_key(mut self, api_key: SecretString) -> Self {
+        self.api_key = Some(api_key);
+        self
+    }
+
+    /// Set [`ClaudeCodeSettings::base_url`].
+    #[must_use]
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = Some(base_url.into());
+        self
+    }
+
+    /// Set [`ClaudeCodeSettings::max_turns`].
+    #[must_use]
+    pub fn with_max_turns(mut self, max_turns: u32) -> Self {
+        self.max_turns = max_turns;
+        self
+    }
+
+    /// Set [`ClaudeCodeSettings::max_retries`].
+    #[must_use]
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// Set [`ClaudeCodeSettings::timeout`].
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Set [`ClaudeCodeSettings::thinking`].
+    #[must_use]
+    pub fn with_thinking(mut self, thinking: Thinking) -> Self {
+        self.thinking = thinking;
+        self
+    }
+
+    /// Set [`ClaudeCodeSettings::max_budget_usd`].
+    #[must_use]
+    pub fn with_max_budget_usd(mut self, max_budget_usd: f64) -> Self {
+        self.max_budget_usd = Some(max_budget_usd);
+        self
+    }
+}
+
+/// One Claude Code run.
+#[derive(Debug, Clone)]
+pub struct ClaudeCodeRun {
+    /// The user message (the task).
+    pub prompt: String,
+    /// `--append-system-prompt-file`: our layered prompt, added to Claude
+    /// Code's default system prompt (which keeps its built-in tools).
+    pub system_prompt_file: Option<PathBuf>,
+    /// The checkout the agent works in (its working directory; it reads
+    /// `CLAUDE.md` from there).
+    pub working_directory: PathBuf,
+    /// A directory for this run's scratch files (config directory, home,
+    /// temporary files, MCP config, stderr log). Created when missing; the
+    /// caller removes it.
+    pub run_directory: PathBuf,
+    /// Where the CLI's output (stream-json, one event a line) is saved.
+    pub transcript_path: PathBuf,
+    /// MCP servers to start (`--mcp-config`, always with
+    /// `--strict-mcp-config`). Every one must connect, or the run is stopped.
+    pub mcp: Option<McpConfig>,
+    /// `--allowedTools`, when not empty.
+    pub allowed_tools: Vec<String>,
+    /// Extra environment variables for the CLI (and so for its MCP servers
+    /// and `Bash` commands). A GitHub credential is refused.
+    pub environment: Vec<(String, String)>,
+}
+
+impl ClaudeCodeRun {
+    /// A run of `prompt` in `working_directory`, keeping scratch files and the
+    /// transcript (`transcript.jsonl`) in `run_directory`.
+    pub fn new(
+        prompt: impl Into<String>,
+        working_directory: impl Into<PathBuf>,
+        run_directory: impl Into<PathBuf>,
+    ) -> Self {
+        let run_directory = run_directory.into();
+        Self {
+            prompt: prompt.into(),
+            system_prompt_file: None,
+            working_directory: working_directory.into(),
+            transcript_path: run_directory.join("transcript.jsonl"),
+            run_directory,
+            mcp: None,
+            allowed_tools: Vec::new(),
+            environment: Vec::new(),
+        }
+    }
+
+    /// Set [`ClaudeCodeRun::system_prompt_file`].
+    #[must_use]
+    pub fn with_system_prompt_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.system_prompt_file = Some(path.into());
+        self
+    }
+
+    /// Set [`ClaudeCodeRun::mcp`].
+    #[must_use]
+    pub fn with_mcp(mut self, mcp: McpConfig) -> Self {
+        self.mcp = Some(mcp);
+        self
+    }
+
+    /// Set [`ClaudeCodeRun::transcript_path`].
+    #[must_use]
+    pub fn with_transcript_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.transcript_path = path.into();
+        self
+    }
+
+    /// Set [`ClaudeCodeRun::allowed_tools`].
+    #[must_use]
+    pub fn with_allowed_tools(mut self, tools: impl IntoIterator<Item = String>) -> Self {
+        self.allowed_tools = tools.into_iter().collect();
+        self
+    }
+
+    /// Add an environment variable (see [`ClaudeCodeRun::environment`]).
+    #[must_use]
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.environment.push((name.into(), value.into()));
+        self
+    }
+}

@@ -1,0 +1,45 @@
+//! review-bot's integration tests: the real binary against real files and real git.
+
+mod discover;
+mod findings;
+mod platform;
+
+use std::path::Path;
+use std::process::Command;
+
+/// The `review-bot` binary, with logs quiet so snapshots only see our output.
+pub fn review_bot(dir: &Path) -> assert_cmd::Command {
+    let mut command = assert_cmd::Command::cargo_bin("review-bot").expect("the binary is built");
+    command.current_dir(dir).env_remove("REVIEW_BOT_LOG");
+    command
+}
+
+/// Runs git in `dir` and returns its standard output; fails the test on error.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(["-c", "init.defaultBranch=main", "-c", "core.autocrlf=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git is installed (apt-get install git)");
+    assert!(
+        output.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("git prints UTF-8 here")
+}
+
+/// A file under `crates/review-core/tests/fixtures`.
+pub fn core_fixture(path: &str) -> String {
+    let full = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../review-core/tests/fixtures")
+        .join(path);
+    std::fs::read_to_string(&full).unwrap_or_else(|error| panic!("{}: {error}", full.display()))
+}
+
+/// Output text as UTF-8.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("UTF-8 output")
+}

@@ -1,0 +1,1055 @@
+//! Build and test command discovery from a repository's `CLAUDE.md` / `README.md`.
+//!
+//! Seed 004 gates every review on the project's own build and tests, which each
+//! project documents in prose. This module reads that prose (parsed with comrak,
+//! not with regexes over raw text) and returns the commands, or says plainly
+//! that there were none — [`Discovery::NothingFound`] is an outcome the pipeline
+//! reports, not an error.
+//!
+//! How a document is read:
+//! - **Where commands come from.** Fenced and indented code blocks whose info
+//!   string is a shell (`sh`, `bash`, `shell`, `console`, `zsh`, …), or that
+//!   have no info string / `text`. Blocks in other languages (`go`, `json`,
+//!   `makefile`, `powershell`, …) are never commands. Inline code spans
+//!   (`` `make test` ``) are used only when no code block yields a build or
+//!   test command, and only for commands recognised on their own.
+//! - **Cleaning.** Continuation lines (`\` at the end) are joined; in a
+//!   terminal session (a `console` block, or any line starting with `$ `) only
+//!   `$ `/`% ` lines are commands and the rest is output; `#` comments, whole
+//!   or trailing, are dropped. A `cd DIR` line prefixes the commands after it
+//!   in the same block (`cd web && npm test`), except right after a
+//!   `git clone` (entering the clone is entering the checkout).
+//! - **Classifying.** A command is *test* or *build* when the tool says so
+//!   (`go test`, `npm test`, `./gradlew testDebugUnitTest`,
+//!   `xcodebuild … test`, `cargo build`, `make`…), or when an unknown
+//!   program's own name does (`./scripts/run-tests.sh`, `build.sh`). A command no rule knows
+//!   (`./scripts/ci.sh`, `cargo clippy`) is classified by its context: the
+//!   paragraph just before the block, else the nearest heading with a topic
+//!   (`## Running tests`, `### Build`); a heading about both build and test
+//!   decides nothing. Context speaks only in a block with no recognised build
+//!   or test command (beside `cargo build`, `./target/release/app --version`
+//!   is a demonstration, not a build step). In blocks without a shell info string, unknown commands
+//!   must at least look like a command (`./x`, `scripts/x`, `x.sh`, or a known
+//!   tool), so program output is not mistaken for one.
+//! - **Setup.** Commands that install the checkout's own dependencies
+//!   (`npm ci`, bare `npm install`, `yarn`, `bundle install`, `pod install`,
+//!   `go mod download`, `pip install -r …`) are kept as the first build steps
+//!   when the document has any build or test command, wherever they appear —
+//!   a fresh checkout cannot build without them. Everything else in an
+//!   install or setup block is dropped: system packages (`brew`, `apt-get`,
+//!   `sudo`), global tools and user installs (`npm install -g x`,
+//!   `go install x@latest`, `cargo install x`), downloads, `git`, and running
+//!   or deploying the app (`npm start`, `go run`, `docker compose up`), and
+//!   Android instrumented tests (`connectedAndroidTest` needs a device). A line
+//!   containing any of those is dropped whole. Setup commands alone are not a
+//!   build: with no build or test command the document has found nothing.
+//! - **Precedence.** Explicit configuration wins outright (even if empty).
+//!   Otherwise documents are read in the order given — `CLAUDE.md` before
+//!   `README.md` ([`DOCUMENT_NAMES`]) — and the first one that yields a build or
+//!   test command is the source of both lists; documents are not mixed.
+//! - Commands keep their document order; exact duplicates are dropped.
+
+use std::path::Path;
+use std::sync::LazyLock;
+
+use comrak::nodes::{AstNode, NodeValue};
+use comrak::{Arena, Options, parse_document};
+use regex::Regex;
+use serde::Serialize;
+
+/// The documents to read, in precedence order (match names case-insensitively).
+pub const DOCUMENT_NAMES: [&str; 2] = ["CLAUDE.md", "README.md"];
+
+/// One document's text and the name to report as the source.
+#[derive(Debug, Clone, Copy)]
+pub struct Document<'a> {
+    /// The file name, for example `CLAUDE.md`.
+    pub name: &'a str,
+    /// The markdown text.
+    pub text: &'a str,
+}
+
+/// Commands set explicitly in configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExplicitCommands {
+    /// Build commands, run in order.
+    pub build: Vec<String>,
+    /// Test commands, run in order after the build.
+    pub test: Vec<String>,
+}
+
+/// Where commands were found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Source {
+    /// The repository's configuration.
+    Config,
+    /// A document, by name.
+    Document(String),
+}
+
+impl Source {
+    /// `config`, or the document's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Source::Config => "config",
+            Source::Document(name) => name,
+        }
+    }
+}
+
+/// Commands found, with where they came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoveredCommands {
+    /// Build commands (dependency setup first), in order.
+    pub build: Vec<String>,
+    /// Test commands, in order.
+    pub test: Vec<String>,
+    /// Where they were found.
+    pub source: Source,
+}
+
+/// The outcome of discovery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Discovery {
+    /// Commands to run.
+    Found(DiscoveredCommands),
+    /// No configuration and no document documents a build or test command.
+    NothingFound {
+        /// The documents that were read, in order.
+        searched: Vec<String>,
+    },
+}
+
+/// Discovers the build and test commands: explicit configuration first, then
+/// each document in order.
+pub fn discover(explicit: Option<&ExplicitCommands>, documents: &[Document<'_>]) -> Discovery {
+    if let Some(explicit) = explicit {
+        return Discovery::Found(DiscoveredCommands {
+            build: explicit.build.clone(),
+            test: explicit.test.clone(),
+            source: Source::Config,
+        });
+    }
+    for document in documents {
+        if let Some((build, test)) = commands_in_markdown(document.text) {
+            return Discovery::Found(DiscoveredCommands {
+                build,
+                test,
+                source: Source::Document(document.name.to_owned()),
+            });
+        }
+    }
+    Discovery::NothingFound {
+        searched: documents
+            .iter()
+            .map(|document| document.name.to_owned())
+            .collect(),
+    }
+}
+
+/// The build and test commands one markdown document gives, or `None` when it
+/// gives no build or test command.
+pub fn commands_in_markdown(text: &str) -> Option<(Vec<String>, Vec<String>)> {
+    let arena = Arena::new();
+    let root = parse_document(&arena, text, &Options::default());
+    let mut blocks = Collected::default();
+    let mut inline = Collected::default();
+    let mut headings: Vec<(u8, Topic)> = Vec::new();
+    for node in root.descendants() {
+        let value = node.data().value.clone();
+        match value {
+            NodeValue::Heading(heading) => {
+                let topic = Topic::of(&text_of(node));
+                headings.retain(|(level, _)| *level < heading.level);
+                headings.push((heading.level, topic));
+            }
+            NodeValue::CodeBlock(block) => {
+                let context = preceding_paragraph(node)
+                    .map(|paragraph| Topic::of(&paragraph))
+                    .filter(|topic| topic.decides())
+                    .or_else(|| {
+                        headings
+                            .iter()
+                            .rev()
+                            .map(|(_, topic)| *topic)
+                            .find(|topic| topic.any())
+                    })
+                    .unwrap_or_default();
+                let language = block.info.split_whitespace().next().unwrap_or("");
+                if let Some(style) = BlockStyle::of(language) {
+                    blocks.block(&block.literal, style, context);
+                }
+            }
+            NodeValue::Code(code) => {
+                inline.block(&code.literal, BlockStyle::Inline, Topic::default());
+            }
+            _ => {}
+        }
+    }
+    if blocks.has_commands() {
+        Some(blocks.finish())
+    } else if inline.has_commands() {
+        Some(inline.finish())
+    } else {
+        None
+    }
+}
+
+/// The concatenated text of a node (headings, paragraphs).
+fn text_of<'a>(node: &'a AstNode<'a>) -> String {
+    let mut text = String::new();
+    for descendant in node.descendants() {
+        match &descendant.data().value {
+            NodeValue::Text(literal) => text.push_str(literal),
+            NodeValue::Code(code) => text.push_str(&code.literal),
+            NodeValue::SoftBreak | NodeValue::LineBreak => text.push(' '),
+            _ => {}
+        }
+    }
+    text
+}
+
+/// The text of the paragraph right before a code block, if there is one.
+fn preceding_paragraph<'a>(node: &'a AstNode<'a>) -> Option<String> {
+    let previous = node.previous_sibling()?;
+    matches!(previous.data().value, NodeValue::Paragraph).then(|| text_of(previous))
+}
+
+/// What a heading or paragraph is about.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Topic {
+    test: bool,
+    build: bool,
+    setup: bool,
+}
+
+static TEST_WORDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(test|spec\b|specs\b|unittest)").expect("valid pattern"));
+static BUILD_WORDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(build|compil)").expect("valid pattern"));
+static SETUP_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(install|setup\b|set up\b|setting up|getting started|prerequisite|requirement|dependenc|bootstrap)")
+        .expect("valid pattern")
+});
+
+impl Topic {
+    fn of(text: &str) -> Topic {
+        Topic {
+            test: TEST_WORDS.is_match(text),
+            build: BUILD_WORDS.is_match(text),
+            setup: SETUP_WORDS.is_match(text),
+        }
+    }
+
+    /// Whether the text has any topic at all.
+    fn any(self) -> bool {
+        self.test || self.build || self.setup
+    }
+
+    /// Whether the topic classifies an unknown command.
+    fn decides(self) -> bool {
+        self.kind().is_some()
+    }
+
+    /// The kind an unknown command takes in this context.
+    fn kind(self) -> Option<Kind> {
+        match (self.test, self.build) {
+            (true, false) => Some(Kind::Test),
+            (false, true) => Some(Kind::Build),
+            (true, true) => None,
+            (false, false) => self.setup.then_some(Kind::Setup),
+        }
+    }
+}
+
+/// How a block's text is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlockStyle {
+    /// A shell block: every line is a command, context classifies unknowns.
+    Shell,
+    /// A terminal session: only prompt lines are commands.
+    Session,
+    /// No info string: unknown commands must look like commands.
+    Untyped,
+    /// An inline code span: only recognised commands.
+    Inline,
+}
+
+impl BlockStyle {
+    fn of(language: &str) -> Option<BlockStyle> {
+        match language.to_ascii_lowercase().as_str() {
+            "sh" | "bash" | "shell" | "zsh" | "fish" | "ksh" | "terminal" => {
+                Some(BlockStyle::Shell)
+            }
+            "console" | "shell-session" | "shellsession" | "sh-session" | "bash-session" => {
+                Some(BlockStyle::Session)
+            }
+            "" | "text" | "txt" | "plain" | "plaintext" => Some(BlockStyle::Untyped),
+            _ => None,
+        }
+    }
+}
+
+/// What a command does, as far as the build gate is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// Changes nothing by itself (`cd`, `export`, `echo`).
+    Neutral,
+    /// Not recognised.
+    Unknown,
+    /// Installs the checkout's own dependencies.
+    Setup,
+    /// Builds.
+    Build,
+    /// Tests (or checks).
+    Test,
+    /// Must never run in the gate: system installs, downloads, git, running the app.
+    Foreign,
+}
+
+/// Commands gathered from one document, in order.
+#[derive(Debug, Default)]
+struct Collected {
+    setup: Vec<String>,
+    build: Vec<String>,
+    test: Vec<String>,
+}
+
+impl Collected {
+    fn has_commands(&self) -> bool {
+        !self.build.is_empty() || !self.test.is_empty()
+    }
+
+    fn finish(self) -> (Vec<String>, Vec<String>) {
+        let mut build = Vec::new();
+        for command in self.setup.into_iter().chain(self.build) {
+            if !build.contains(&command) {
+                build.push(command);
+            }
+        }
+        (build, self.test)
+    }
+
+    fn push(list: &mut Vec<String>, command: String) {
+        if !list.contains(&command) {
+            list.push(command);
+        }
+    }
+
+    /// Reads one block (or inline span) of text.
+    fn block(&mut self, literal: &str, style: BlockStyle, context: Topic) {
+        let commands = block_commands(literal, style);
+        // Context speaks only for blocks with no recognised build or test command:
+        // next to `cargo build`, a `./target/release/app --version` is a demo.
+        let recognised = commands
+            .iter()
+            .any(|(_, kind)| matches!(kind, Kind::Build | Kind::Test));
+        for (command, kind) in commands {
+            let kind = match kind {
+                Kind::Unknown if recognised => continue,
+                Kind::Unknown => match style {
+                    BlockStyle::Inline => continue,
+                    BlockStyle::Untyped if !looks_like_command(&command) => continue,
+                    BlockStyle::Shell | BlockStyle::Session | BlockStyle::Untyped => {
+                        match context.kind() {
+                            Some(kind) => kind,
+                            None => continue,
+                        }
+                    }
+                },
+                kind => kind,
+            };
+            match kind {
+                Kind::Setup => Self::push(&mut self.setup, command),
+                Kind::Build => Self::push(&mut self.build, command),
+                Kind::Test => Self::push(&mut self.test, command),
+                Kind::Neutral | Kind::Unknown | Kind::Foreign => {}
+            }
+        }
+    }
+}
+
+/// The commands of a block with their kinds, cleaned, `cd`-prefixed, and
+/// without neutral or foreign ones.
+fn block_commands(literal: &str, style: BlockStyle) -> Vec<(String, Kind)> {
+    let lines = join_continuations(literal);
+    let session = style == BlockStyle::Session
+        || (style != BlockStyle::Inline
+            && lines.iter().any(|line| prompt_stripped(line).is_some()));
+    let mut commands = Vec::new();
+    let mut directory: Option<String> = None;
+    let mut after_clone = false;
+    for line in &lines {
+        let command = if session {
+            match prompt_stripped(line) {
+                Some(command) => command,
+                None => continue, // program output
+            }
+        } else {
+            line.as_str()
+        };
+        let command = strip_comment(command).trim();
+        if command.is_empty() {
+            continue;
+        }
+        if let Some(change) = change_directory(command) {
+            directory = match change {
+                ChangeDirectory::Into(target) if !after_clone => Some(target.to_owned()),
+                ChangeDirectory::Into(_) | ChangeDirectory::Away => None,
+            };
+            after_clone = false;
+            continue;
+        }
+        let kind = classify_line(command);
+        after_clone = command.starts_with("git clone") || command.contains("&& git clone");
+        if matches!(kind, Kind::Neutral | Kind::Foreign) {
+            continue;
+        }
+        let command = match &directory {
+            Some(directory) => format!("cd {directory} && {command}"),
+            None => command.to_owned(),
+        };
+        commands.push((command, kind));
+    }
+    commands
+}
+
+/// Lines of a block with `\`-continuations joined.
+fn join_continuations(literal: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut pending: Option<String> = None;
+    for raw in literal.lines() {
+        let line = raw.trim_end();
+        let (text, continues) = match line.strip_suffix('\\') {
+            Some(text) => (text.trim_end(), true),
+            None => (line, false),
+        };
+        let joined = match pending.take() {
+            Some(mut head) => {
+                // A continuation may carry a PS2 prompt (`> `) in a session.
+                let text = text.trim_start();
+                let text = text.strip_prefix("> ").unwrap_or(text);
+                head.push(' ');
+                head.push_str(text);
+                head
+            }
+            None => text.to_owned(),
+        };
+        if continues {
+            pending = Some(joined);
+        } else {
+            lines.push(joined);
+        }
+    }
+    lines.extend(pending);
+    lines
+}
+
+/// The command after a `$ ` or `% ` prompt, if the line has one.
+fn prompt_stripped(line: &str) -> Option<&str> {
+    let line = line.trim_start();
+    line.strip_prefix("$ ")
+        .or_else(|| line.strip_prefix("% "))
+        .or_else(|| (line == "$").then_some(""))
+}
+
+/// The line without a `#` comment (whole-line, or after whitespace outside quotes).
+fn strip_comment(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    let mut previous_is_space = true;
+    for (index, character) in line.char_indices() {
+        match (quote, character) {
+            (Some(open), close) if close == open => quote = None,
+            (None, '\'' | '"') => quote = Some(character),
+            (None, '#') if previous_is_space => return &line[..index],
+            _ => {}
+        }
+        previous_is_space = character.is_whitespace();
+    }
+    line
+}
+
+/// A lone `cd` line.
+enum ChangeDirectory<'a> {
+    /// `cd dir` into a directory of the checkout.
+    Into(&'a str),
+    /// A `cd` that leaves any directory we could name (`cd ..`, `cd -`, `cd ~`,
+    /// `cd $X`, `cd /abs`).
+    Away,
+}
+
+/// The `cd` a line is, if it is nothing but a `cd`.
+fn change_directory(command: &str) -> Option<ChangeDirectory<'_>> {
+    let mut words = command.split_whitespace();
+    if words.next() != Some("cd") {
+        return None;
+    }
+    let target = words.next();
+    if words.next().is_some() {
+        return None; // `cd x && …` is a compound command, classified as a whole
+    }
+    Some(match target {
+        Some(target)
+            if !target.starts_with(['/', '~', '$', '-', '.']) || target.starts_with("./") =>
+        {
+            ChangeDirectory::Into(target)
+        }
+        _ => ChangeDirectory::Away,
+    })
+}
+
+static KNOWN_TOOLS: [&str; 40] = [
+    "make",
+    "go",
+    "npm",
+    "yarn",
+    "pnpm",
+    "npx",
+    "bun",
+    "deno",
+    "node",
+    "cargo",
+    "gradle",
+    "gradlew",
+    "./gradlew",
+    "xcodebuild",
+    "swift",
+    "pytest",
+    "python",
+    "python3",
+    "tox",
+    "nox",
+    "mvn",
+    "./mvnw",
+    "bazel",
+    "bazelisk",
+    "cmake",
+    "ctest",
+    "bundle",
+    "rake",
+    "rspec",
+    "dotnet",
+    "just",
+    "task",
+    "flutter",
+    "dart",
+    "mix",
+    "sbt",
+    "composer",
+    "phpunit",
+    "fastlane",
+    "poetry",
+];
+
+/// Whether an unrecognised line in an untyped block plausibly is a command.
+fn looks_like_command(command: &str) -> bool {
+    let first = command.split_whitespace().next().unwrap_or("");
+    first.starts_with("./")
+        || first.starts_with("scripts/")
+        || first.starts_with("bin/")
+        || Path::new(first)
+            .extension()
+            .is_some_and(|extension| extension.eq_ignore_ascii_case("sh"))
+        || KNOWN_TOOLS.contains(&first)
+}
+
+/// The kind of a whole command line (which may chain several commands).
+fn classify_line(line: &str) -> Kind {
+    let kinds: Vec<Kind> = line
+        .split(['|', ';', '&'])
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(classify)
+        .collect();
+    if kinds.contains(&Kind::Foreign) {
+        return Kind::Foreign;
+    }
+    // A pipe into a formatter (`xcodebuild … | xcpretty`) counts as its first command.
+    kinds.into_iter().max().unwrap_or(Kind::Neutral)
+}
+
+/// Programs whose kind does not depend on their arguments.
+fn fixed_kind(program: &str) -> Option<Kind> {
+    Some(match program {
+        "cd" | "export" | "echo" | "set" | "source" | "." | "mkdir" | "cp" | "mv" | "ls"
+        | "cat" | "true" | "clear" => Kind::Neutral,
+        "sudo" | "brew" | "apt" | "apt-get" | "yum" | "dnf" | "apk" | "pacman" | "port"
+        | "choco" | "winget" | "snap" | "curl" | "wget" | "git" | "gh" | "docker"
+        | "docker-compose" | "podman" | "kubectl" | "helm" | "terraform" | "nvm" | "rustup"
+        | "asdf" | "sdk" | "pyenv" | "gem" | "pipx" | "open" | "code" | "xcode-select" | "xed"
+        | "sh" | "bash" | "zsh" | "rm" => Kind::Foreign,
+        "gotestsum" | "ginkgo" | "jest" | "vitest" | "mocha" | "karma" | "pytest" | "py.test"
+        | "tox" | "nox" | "rspec" | "phpunit" | "ctest" => Kind::Test,
+        "tsc" | "cmake" | "meson" | "ninja" | "configure" | "autogen.sh" | "autoreconf" => {
+            Kind::Build
+        }
+        _ => return None,
+    })
+}
+
+/// The kind of one simple command.
+fn classify(command: &str) -> Kind {
+    let words: Vec<&str> = command
+        .split_whitespace()
+        .skip_while(|word| is_assignment(word) || matches!(*word, "env" | "time" | "command"))
+        .collect();
+    let Some((&program, arguments)) = words.split_first() else {
+        return Kind::Neutral;
+    };
+    let program = program.rsplit('/').next().unwrap_or(program);
+    if let Some(kind) = fixed_kind(program) {
+        return kind;
+    }
+    let plain: Vec<&str> = arguments
+        .iter()
+        .copied()
+        .filter(|argument| !argument.starts_with('-'))
+        .collect();
+    match program {
+        "make" | "gmake" => make_kind(&plain),
+        "go" => go_kind(&plain),
+        "npm" | "yarn" | "pnpm" | "bun" => node_kind(program, &plain, arguments),
+        "npx" | "pnpx" | "bunx" => node_runner_kind(&plain),
+        "cargo" => cargo_kind(&plain),
+        "gradlew" | "gradle" | "gradlew.bat" => gradle_kind(&plain),
+        "mvn" | "mvnw" => maven_kind(&plain),
+        "xcodebuild" => xcodebuild_kind(arguments),
+        "swift" => swift_kind(&plain),
+        "python" | "python3" | "uv" | "poetry" | "pipenv" | "hatch" => python_kind(&plain),
+        "pip" | "pip3" => pip_kind(&plain, arguments),
+        "bazel" | "bazelisk" | "dotnet" | "flutter" | "dart" | "mix" | "deno" | "sbt" | "just"
+        | "task" | "composer" | "fastlane" => task_runner_kind(&plain),
+        "bundle" | "rake" => ruby_kind(program, &plain),
+        "pod" | "carthage" => match plain.first().copied() {
+            Some("install" | "bootstrap") => Kind::Setup,
+            _ => Kind::Foreign,
+        },
+        _ => script_kind(program),
+    }
+}
+
+/// A project script says what it does in its name (`./scripts/run-tests.sh`,
+/// `build.sh`); anything else is unknown.
+fn script_kind(program: &str) -> Kind {
+    let name = program.to_ascii_lowercase();
+    if name.contains("test") {
+        Kind::Test
+    } else if name.contains("build") || name.contains("compile") {
+        Kind::Build
+    } else {
+        Kind::Unknown
+    }
+}
+
+fn go_kind(plain: &[&str]) -> Kind {
+    match plain.first().copied().unwrap_or("") {
+        "test" => Kind::Test,
+        "build" | "generate" => Kind::Build,
+        "mod" if matches!(plain.get(1).copied(), Some("download" | "tidy" | "vendor")) => {
+            Kind::Setup
+        }
+        "run" | "install" | "get" => Kind::Foreign,
+        _ => Kind::Unknown,
+    }
+}
+
+fn node_runner_kind(plain: &[&str]) -> Kind {
+    match plain.first().copied().unwrap_or("") {
+        "jest" | "vitest" | "mocha" | "karma" | "cypress" | "playwright" => Kind::Test,
+        "tsc" | "vite" | "next" | "webpack" | "rollup" | "esbuild" if !plain.contains(&"dev") => {
+            Kind::Build
+        }
+        _ => Kind::Unknown,
+    }
+}
+
+fn cargo_kind(plain: &[&str]) -> Kind {
+    match plain.first().copied().unwrap_or("") {
+        "test" | "nextest" => Kind::Test,
+        "build" | "check" => Kind::Build,
+        "fetch" => Kind::Setup,
+        "install" | "run" | "publish" => Kind::Foreign,
+        _ => Kind::Unknown,
+    }
+}
+
+fn maven_kind(goals: &[&str]) -> Kind {
+    if goals.iter().any(|goal| matches!(*goal, "test" | "verify")) {
+        Kind::Test
+    } else if goals
+        .iter()
+        .any(|goal| matches!(*goal, "package" | "compile" | "install"))
+    {
+        Kind::Build
+    } else {
+        Kind::Unknown
+    }
+}
+
+fn xcodebuild_kind(arguments: &[&str]) -> Kind {
+    let has = |actions: &[&str]| arguments.iter().any(|word| actions.contains(word));
+    if has(&["test", "test-without-building"]) {
+        Kind::Test
+    } else if has(&["build", "build-for-testing", "archive"]) {
+        Kind::Build
+    } else if has(&["-list", "-showBuildSettings", "-version", "clean"]) {
+        Kind::Unknown
+    } else {
+        Kind::Build // no action: xcodebuild builds
+    }
+}
+
+fn swift_kind(plain: &[&str]) -> Kind {
+    match plain.first().copied().unwrap_or("") {
+        "test" => Kind::Test,
+        "build" => Kind::Build,
+        "package" if plain.get(1) == Some(&"resolve") => Kind::Setup,
+        "run" => Kind::Foreign,
+        _ => Kind::Unknown,
+    }
+}
+
+fn pip_kind(plain: &[&str], arguments: &[&str]) -> Kind {
+    let local = arguments
+        .iter()
+        .any(|word| matches!(*word, "-r" | "-e" | "--requirement" | "--editable"))
+        || plain.get(1) == Some(&".");
+    if plain.first() == Some(&"install") && local {
+        Kind::Setup
+    } else {
+        Kind::Foreign
+    }
+}
+
+fn task_runner_kind(plain: &[&str]) -> Kind {
+    match plain.first().copied().unwrap_or("") {
+        "test" | "scan" | "coverage" => Kind::Test,
+        "build" | "compile" | "assemble" | "gym" => Kind::Build,
+        "restore" | "deps.get" | "pub" | "install" => Kind::Setup,
+        "run" | "serve" | "start" | "deploy" => Kind::Foreign,
+        _ => Kind::Unknown,
+    }
+}
+
+fn ruby_kind(program: &str, plain: &[&str]) -> Kind {
+    match (program, plain.first().copied().unwrap_or("")) {
+        ("bundle", "install") => Kind::Setup,
+        ("bundle", "exec") => match plain.get(1).copied() {
+            Some("rspec" | "rake") => Kind::Test,
+            _ => Kind::Unknown,
+        },
+        ("rake", "" | "test" | "spec") => Kind::Test,
+        _ => Kind::Unknown,
+    }
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+fn make_kind(targets: &[&str]) -> Kind {
+    let targets: Vec<&str> = targets
+        .iter()
+        .copied()
+        .filter(|target| !target.contains('='))
+        .collect();
+    if targets.is_empty() {
+        return Kind::Build;
+    }
+    let is_test = |target: &str| {
+        target == "check"
+            || target.starts_with("test")
+            || target.ends_with("test")
+            || target.ends_with("tests")
+            || target.contains("-test")
+    };
+    if targets.iter().any(|target| is_test(target)) {
+        Kind::Test
+    } else if targets.iter().any(|target| {
+        matches!(
+            *target,
+            "build" | "all" | "compile" | "release" | "debug" | "dist" | "bin"
+        )
+    }) {
+        Kind::Build
+    } else if targets.iter().any(|target| {
+        matches!(
+            *target,
+            "deps" | "setup" | "bootstrap" | "install-deps" | "vendor"
+        )
+    }) {
+        Kind::Setup
+    } else if targets.iter().any(|target| {
+        matches!(
+            *target,
+            "install" | "run" | "serve" | "dev" | "deploy" | "clean" | "release-publish" | "docker"
+        )
+    }) {
+        Kind::Foreign
+    } else {
+        Kind::Unknown
+    }
+}
+
+fn node_kind(program: &str, plain: &[&str], arguments: &[&str]) -> Kind {
+    let script = |index: usize| plain.get(index).copied().unwrap_or("");
+    let first = script(0);
+    // `npm run X`, `yarn X`, `yarn run X`, `pnpm X`.
+    let named = match first {
+        "run" | "run-script" => script(1),
+        other => other,
+    };
+    let runs_test = |name: &str| name == "t" || name.starts_with("test") || name.starts_with("e2e");
+    match first {
+        "" if program == "yarn" => Kind::Setup,
+        "ci" => Kind::Setup,
+        "install" | "i" | "add" => {
+            let global = arguments
+                .iter()
+                .any(|word| matches!(*word, "-g" | "--global"));
+            if first != "add" && plain.len() == 1 && !global {
+                Kind::Setup
+            } else {
+                Kind::Foreign
+            }
+        }
+        "global" | "link" | "publish" | "start" | "dev" | "serve" | "exec" | "dlx" | "create"
+        | "init" => Kind::Foreign,
+        _ if runs_test(named) => Kind::Test,
+        _ if named.starts_with("build") || named == "compile" || named == "typecheck" => {
+            Kind::Build
+        }
+        _ if matches!(
+            named,
+            "start" | "dev" | "serve" | "preview" | "deploy" | "storybook"
+        ) =>
+        {
+            Kind::Foreign
+        }
+        _ => Kind::Unknown,
+    }
+}
+
+fn gradle_kind(tasks: &[&str]) -> Kind {
+    let names: Vec<String> = tasks
+        .iter()
+        .map(|task| task.rsplit(':').next().unwrap_or(task).to_ascii_lowercase())
+        .collect();
+    // Instrumented tests need a device or an emulator, which the gate does not have.
+    if names
+        .iter()
+        .any(|name| name.starts_with("connected") || name.starts_with("device"))
+    {
+        Kind::Foreign
+    } else if names
+        .iter()
+        .any(|name| name.contains("test") || name == "check")
+    {
+        Kind::Test
+    } else if names.iter().any(|name| {
+        name == "build"
+            || name.starts_with("assemble")
+            || name.starts_with("bundle")
+            || name.starts_with("compile")
+            || name == "jar"
+    }) {
+        Kind::Build
+    } else if names
+        .iter()
+        .any(|name| name.starts_with("install") || name == "run" || name.starts_with("publish"))
+    {
+        Kind::Foreign
+    } else {
+        Kind::Unknown
+    }
+}
+
+fn python_kind(plain: &[&str]) -> Kind {
+    let joined = plain.join(" ");
+    if joined.contains("pytest") || joined.contains("unittest") || joined.starts_with("run tox") {
+        Kind::Test
+    } else if matches!(plain.first().copied(), Some("install" | "sync")) {
+        Kind::Setup
+    } else if joined.starts_with("build") || joined.starts_with("-m build") {
+        Kind::Build
+    } else {
+        Kind::Unknown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(text: &str) -> (Vec<String>, Vec<String>) {
+        commands_in_markdown(text).expect("commands")
+    }
+
+    #[test]
+    fn classifies_well_known_commands() {
+        for (command, kind) in [
+            ("make", Kind::Build),
+            ("make test", Kind::Test),
+            ("make -j4 check", Kind::Test),
+            ("make install", Kind::Foreign),
+            ("go test ./...", Kind::Test),
+            ("CGO_ENABLED=0 go build ./cmd/server", Kind::Build),
+            ("go install golang.org/x/tools/gopls@latest", Kind::Foreign),
+            ("npm test", Kind::Test),
+            ("npm run test:unit", Kind::Test),
+            ("yarn build", Kind::Build),
+            ("npm ci", Kind::Setup),
+            ("npm install", Kind::Setup),
+            ("npm install --save-dev jest", Kind::Foreign),
+            ("npm install -g pnpm", Kind::Foreign),
+            ("npm start", Kind::Foreign),
+            ("npm run dev", Kind::Foreign),
+            ("./gradlew testDebugUnitTest", Kind::Test),
+            ("./gradlew :app:assembleDebug", Kind::Build),
+            ("./gradlew connectedAndroidTest", Kind::Foreign),
+            ("./configure --prefix=/usr", Kind::Build),
+            ("./scripts/run-tests.sh --fast", Kind::Test),
+            ("bin/build", Kind::Build),
+            ("./scripts/ci.sh", Kind::Unknown),
+            (
+                "xcodebuild -scheme App -destination 'platform=iOS Simulator,name=iPhone 15' test",
+                Kind::Test,
+            ),
+            ("xcodebuild -scheme App build", Kind::Build),
+            ("swift test", Kind::Test),
+            ("cargo test --workspace", Kind::Test),
+            ("cargo build --release", Kind::Build),
+            ("cargo install ripgrep", Kind::Foreign),
+            ("cargo clippy -- -D warnings", Kind::Unknown),
+            ("python -m pytest -q", Kind::Test),
+            ("pip install -r requirements.txt", Kind::Setup),
+            ("pip install requests", Kind::Foreign),
+            ("brew install swiftlint", Kind::Foreign),
+            ("bundle exec rspec", Kind::Test),
+        ] {
+            assert_eq!(classify_line(command), kind, "{command}");
+        }
+        assert_eq!(classify_line("cd web && npm test"), Kind::Test);
+        assert_eq!(classify_line("git clone x && cd x && make"), Kind::Foreign);
+        assert_eq!(classify_line("go test ./... | tee out.txt"), Kind::Test);
+    }
+
+    #[test]
+    fn strips_prompts_comments_and_continuations() {
+        let (build, test) = found(
+            "## Testing\n\n```console\n$ go test ./... # all packages\nok  \texample.com/x\t0.01s\n$ go test -race \\\n    -count=1 ./...\n```\n",
+        );
+        assert!(build.is_empty());
+        assert_eq!(test, ["go test ./...", "go test -race -count=1 ./..."]);
+        assert_eq!(
+            strip_comment("echo '#not a comment' # comment"),
+            "echo '#not a comment' "
+        );
+        assert_eq!(strip_comment("url#fragment"), "url#fragment");
+    }
+
+    #[test]
+    fn context_classifies_unknown_commands() {
+        let (build, test) = found(
+            "# Project\n\n## Building\n\n```sh\n./ci/assemble\n```\n\n## Tests\n\nRun the linters:\n\n```bash\ncargo clippy --all-targets\n./ci/check-format\n```\n\nThen the tests, with a demo of the result:\n\n```bash\n./scripts/test.sh --fast\n./target/debug/app --version\n```\n",
+        );
+        assert_eq!(build, ["./ci/assemble"]);
+        // In the last block `./scripts/test.sh` is recognised by its name, so
+        // the unknown command beside it is not classified by context.
+        assert_eq!(
+            test,
+            [
+                "cargo clippy --all-targets",
+                "./ci/check-format",
+                "./scripts/test.sh --fast"
+            ]
+        );
+    }
+
+    #[test]
+    fn cd_prefixes_later_commands_except_after_a_clone() {
+        let (build, test) = found(
+            "## Development\n\n```sh\ngit clone https://example.com/app.git\ncd app\nmake\ncd web\nnpm ci\nnpm test\n```\n",
+        );
+        assert_eq!(build, ["cd web && npm ci", "make"]);
+        assert_eq!(test, ["cd web && npm test"]);
+    }
+
+    #[test]
+    fn inline_code_is_a_fallback() {
+        let (build, test) = found(
+            "## Commands\n\n- Build: `npm run build`\n- Test: `npm test`\n- Lint: `npm run lint`\n",
+        );
+        assert_eq!(build, ["npm run build"]);
+        assert_eq!(test, ["npm test"]);
+        // A fenced block wins over inline mentions.
+        let (_, test) = found("Run `make test` or:\n\n```sh\nmake check\n```\n");
+        assert_eq!(test, ["make check"]);
+    }
+
+    #[test]
+    fn nothing_found_is_an_outcome() {
+        assert_eq!(commands_in_markdown(""), None);
+        assert_eq!(
+            commands_in_markdown("# Title\n\nSome prose.\n\n```go\nfunc main() {}\n```\n"),
+            None
+        );
+        // Setup alone is not a build.
+        assert_eq!(
+            commands_in_markdown("## Install\n\n```sh\nnpm install\n```\n"),
+            None
+        );
+        let outcome = discover(
+            None,
+            &[Document {
+                name: "README.md",
+                text: "nothing",
+            }],
+        );
+        assert_eq!(
+            outcome,
+            Discovery::NothingFound {
+                searched: vec!["README.md".to_owned()]
+            }
+        );
+    }
+
+    #[test]
+    fn explicit_config_wins_and_claude_md_comes_first() {
+        let readme = Document {
+            name: "README.md",
+            text: "```sh\nmake test\n```",
+        };
+        let claude = Document {
+            name: "CLAUDE.md",
+            text: "```sh\ngo test ./...\n```",
+        };
+        let explicit = ExplicitCommands {
+            build: vec![],
+            test: vec!["just ci".to_owned()],
+        };
+        let Discovery::Found(commands) = discover(Some(&explicit), &[claude, readme]) else {
+            panic!("explicit commands");
+        };
+        assert_eq!(
+            (commands.test.as_slice(), commands.source),
+            (["just ci".to_owned()].as_slice(), Source::Config)
+        );
+        let Discovery::Found(commands) = discover(None, &[claude, readme]) else {
+            panic!("CLAUDE.md commands");
+        };
+        assert_eq!(commands.source.name(), "CLAUDE.md");
+        assert_eq!(commands.test, ["go test ./..."]);
+        let empty_claude = Document {
+            name: "CLAUDE.md",
+            text: "Be nice.",
+        };
+        let Discovery::Found(commands) = discover(None, &[empty_claude, readme]) else {
+            panic!("README commands");
+        };
+        assert_eq!(commands.source.name(), "README.md");
+    }
+}

@@ -1,0 +1,86 @@
+//! Findings → GitHub create-review payload, against a real diff.
+
+use review_core::anchor::Verdict;
+use review_core::diff::PullRequestDiff;
+use review_core::findings::{self, github::to_review_payload};
+use review_core::footer::{self, ReviewId, ThreadId};
+use uuid::Uuid;
+
+use crate::fixture;
+
+const REVIEW: u128 = 0xAAAA_0000_0000_4000_8000_0000_0000_0001;
+
+fn convert(findings_fixture: &str) -> findings::github::Conversion {
+    let validation = findings::validate(fixture(findings_fixture).as_bytes());
+    assert!(validation.is_valid(), "{:?}", validation.errors);
+    let diff = PullRequestDiff::parse(&fixture("diffs/small.diff")).unwrap();
+    let mut next = 0_u128;
+    to_review_payload(
+        &validation.findings.unwrap(),
+        &diff,
+        ReviewId(Uuid::from_u128(REVIEW)),
+        || {
+            next += 1;
+            ThreadId(Uuid::from_u128(
+                0xBBBB_0000_0000_4000_8000_0000_0000_0000 + next,
+            ))
+        },
+    )
+}
+
+#[test]
+fn every_finding_is_inline_moved_or_in_the_body() {
+    let conversion = convert("findings/mixed.json");
+    let names: Vec<&str> = conversion.verdicts.iter().map(Verdict::name).collect();
+    assert_eq!(
+        names,
+        ["inline", "moved", "outside_diff", "not_in_pr", "inline"]
+    );
+    let payload = &conversion.payload;
+    assert_eq!(payload.comments.len(), 3);
+    assert_eq!(
+        payload.commit_id,
+        "0123456789abcdef0123456789abcdef01234567"
+    );
+    // The moved comment sits on the last line of the hunk and says where it was aimed.
+    let moved = &payload.comments[1];
+    assert_eq!((moved.path.as_str(), moved.line), ("path/to/file.ts", 45));
+    assert!(moved.body.starts_with("_Aimed at line 48 of this file"));
+    // Outside-the-diff findings are in the body with file and line.
+    assert!(payload.body.contains("### Outside the diff"));
+    assert!(
+        payload
+            .body
+            .contains("`path/to/file.ts` line 120 (RIGHT, not part of the diff)")
+    );
+    assert!(
+        payload
+            .body
+            .contains("`docs/README.md` line 3 (RIGHT, not a file this pull request changes)")
+    );
+    // One review id everywhere, a distinct thread per comment, no planted ids.
+    let bodies = std::iter::once(payload.body.as_str())
+        .chain(payload.comments.iter().map(|comment| comment.body.as_str()));
+    let review_ids = footer::distinct_review_ids(bodies);
+    assert_eq!(
+        review_ids.into_iter().collect::<Vec<_>>(),
+        [ReviewId(Uuid::from_u128(REVIEW))]
+    );
+    let threads: std::collections::BTreeSet<_> = std::iter::once(&payload.body)
+        .chain(payload.comments.iter().map(|comment| &comment.body))
+        .map(|body| footer::own_footer(body).thread.unwrap())
+        .collect();
+    assert_eq!(threads.len(), 4);
+}
+
+#[test]
+fn payload_snapshot() {
+    let conversion = convert("findings/mixed.json");
+    insta::assert_json_snapshot!(conversion.payload);
+}
+
+#[test]
+fn review_body_snapshot() {
+    let conversion = convert("findings/mixed.json");
+    insta::assert_snapshot!(conversion.payload.body);
+}

@@ -1,0 +1,128 @@
+//! GitHub App installations and the rate-limit endpoint.
+
+use chrono::DateTime;
+
+use crate::client::{GitHubClient, Scope, repository_path, with_query};
+use crate::error::GitHubError;
+use crate::model::{Installation, RateLimitSnapshot, RepositoryName};
+use crate::pulls::PAGE_SIZE;
+use crate::transport::ApiRequest;
+use crate::wire;
+
+/// Pages of installations or repositories we read at most.
+const MAX_INSTALLATION_PAGES: usize = 50;
+
+impl GitHubClient {
+    /// `GET /app/installations` (as the App, with its JWT), every page.
+    pub async fn list_app_installations(&self) -> Result<Vec<Installation>, GitHubError> {
+        let mut request = ApiRequest::get(
+            "/app/installations",
+            with_query(
+                "/app/installations",
+                &[("per_page", &PAGE_SIZE.to_string())],
+            ),
+        );
+        // Each JWT request is signed afresh; nothing to revalidate against.
+        request.conditional = false;
+        let paged = self
+            .get_all_pages(
+                &Scope::App,
+                request,
+                MAX_INSTALLATION_PAGES,
+                |page: Vec<wire::Installation>| page,
+            )
+            .await?;
+        Ok(paged.items.into_iter().map(Into::into).collect())
+    }
+
+    /// `GET /repos/{owner}/{repo}/installation` (as the App): the installation
+    /// covering `repository`.
+    pub async fn get_repository_installation(
+        &self,
+        repository: &RepositoryName,
+    ) -> Result<Installation, GitHubError> {
+        let mut request = ApiRequest::get(
+            "/repos/{owner}/{repo}/installation",
+            repository_path(repository, &["installation"]),
+        );
+        request.conditional = false;
+        match self
+            .get_json::<wire::Installation>(&Scope::App, &request)
+            .await
+        {
+            Ok((installation, _)) => Ok(installation.into()),
+            Err(GitHubError::NotFound { .. }) => {
+                self.forget_installation(repository);
+                Err(GitHubError::NoInstallation {
+                    target: repository.to_string(),
+                })
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// `GET /installation/repositories` with installation `installation_id`'s
+    /// token (with a personal access token, that token): the repositories it
+    /// can reach.
+    pub async fn list_installation_repositories(
+        &self,
+        installation_id: u64,
+    ) -> Result<Vec<RepositoryName>, GitHubError> {
+        let request = ApiRequest::get(
+            "/installation/repositories",
+            with_query(
+                "/installation/repositories",
+                &[("per_page", &PAGE_SIZE.to_string())],
+            ),
+        );
+        let paged = self
+            .get_all_pages(
+                &Scope::Installation(installation_id),
+                request,
+                MAX_INSTALLATION_PAGES,
+                |page: wire::InstallationRepositories| page.repositories,
+            )
+            .await?;
+        paged
+            .items
+            .into_iter()
+            .map(|repository| RepositoryName::parse(&repository.full_name))
+            .collect()
+    }
+
+    /// `GET /rate_limit`: every budget (this call itself is free). The
+    /// answer also updates [`GitHubClient::rate_limit_state`].
+    pub async fn get_rate_limit(
+        &self,
+        scope_repository: Option<&RepositoryName>,
+    ) -> Result<Vec<RateLimitSnapshot>, GitHubError> {
+        let mut request = ApiRequest::get("/rate_limit", "/rate_limit".to_owned());
+        request.conditional = false;
+        let scope = match scope_repository {
+            Some(repository) => Scope::Repository(repository.clone()),
+            None => Scope::App,
+        };
+        let credential = self.credential_label(&scope).await?;
+        let (overview, _) = self
+            .get_json::<wire::RateLimitOverview>(&scope, &request)
+            .await?;
+        let snapshots: Vec<RateLimitSnapshot> = overview
+            .resources
+            .into_iter()
+            .filter_map(|(resource, limit)| {
+                Some(RateLimitSnapshot {
+                    credential: credential.clone(),
+                    resource,
+                    limit: limit.limit,
+                    remaining: limit.remaining,
+                    used: limit.used,
+                    reset_at: DateTime::from_timestamp(limit.reset, 0)?,
+                })
+            })
+            .collect();
+        for snapshot in &snapshots {
+            self.record_rate_limit(snapshot.clone());
+        }
+        Ok(snapshots)
+    }
+}

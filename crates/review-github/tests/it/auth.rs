@@ -1,0 +1,343 @@
+//! Credentials: a GitHub App (JWT → installation token per repository,
+//! refreshed before expiry and after a 401), and errors that say what to
+//! check without ever showing a token.
+
+use std::time::Duration;
+
+use review_github::{
+    ClientSettings, CredentialKind, Credentials, GitHubClient, GitHubError, SearchScope,
+};
+use review_testkit::github::{GithubSim, RepositorySelection, SimApp, SimOptions};
+use secrecy::SecretString;
+
+use crate::support::{Fixture, assert_conformant, fixture, settings, token_client};
+
+fn app_credentials(app: &SimApp, private_key_pem: &str) -> Credentials {
+    Credentials::App {
+        app_id: app.id,
+        private_key_pem: SecretString::from(private_key_pem.to_owned()),
+        installation_id: None,
+    }
+}
+
+fn app_client(sim: &GithubSim, app: &SimApp) -> GitHubClient {
+    GitHubClient::new(settings(sim, app_credentials(app, &app.private_key_pem))).unwrap()
+}
+
+fn installed_app(fixture: &Fixture) -> SimApp {
+    let app = fixture.sim.create_app("review-bot").unwrap();
+    fixture
+        .sim
+        .install_app(&app, "acme", RepositorySelection::All)
+        .unwrap();
+    app
+}
+
+fn count(sim: &GithubSim, operation: &str, status: u16) -> usize {
+    sim.requests_for(operation)
+        .iter()
+        .filter(|record| record.status == status)
+        .count()
+}
+
+#[tokio::test]
+async fn an_app_finds_the_repository_installation_once_and_mints_one_token() {
+    let fixture = fixture();
+    let app = installed_app(&fixture);
+    let client = app_client(&fixture.sim, &app);
+
+    let pull_request = client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+    client.list_labels(&fixture.repository, 1).await.unwrap();
+    client
+        .create_issue_comment(&fixture.repository, 1, "Hello from the App.", None)
+        .await
+        .unwrap();
+
+    assert_eq!(pull_request.number, 1);
+    assert_eq!(count(&fixture.sim, "apps/get-repo-installation", 200), 1);
+    assert_eq!(
+        count(&fixture.sim, "apps/create-installation-access-token", 201),
+        1
+    );
+    let comment = &fixture.pull.issue_comments().unwrap()[0];
+    assert_eq!(comment.user, "review-bot[bot]");
+    assert_conformant(&fixture.sim);
+}
+
+#[tokio::test]
+async fn an_app_token_refused_with_401_is_minted_again_once() {
+    let fixture = fixture();
+    let app = installed_app(&fixture);
+    let client = app_client(&fixture.sim, &app);
+    client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+
+    fixture.sim.expire_installation_tokens();
+    let labels = client.list_labels(&fixture.repository, 1).await.unwrap();
+
+    assert_eq!(labels, vec!["bot-review-needed"]);
+    let statuses: Vec<u16> = fixture
+        .sim
+        .requests_for("issues/list-labels-on-issue")
+        .iter()
+        .map(|record| record.status)
+        .collect();
+    assert_eq!(statuses, vec![401, 200]);
+    assert_eq!(
+        count(&fixture.sim, "apps/create-installation-access-token", 201),
+        2
+    );
+}
+
+#[tokio::test]
+async fn an_app_token_close_to_expiry_is_refreshed_before_use() {
+    let sim = GithubSim::start_with(SimOptions {
+        installation_token_lifetime: Duration::from_secs(20),
+        ..SimOptions::default()
+    })
+    .unwrap();
+    sim.repo("acme/widgets")
+        .file("README.md", "# widgets\n")
+        .create()
+        .unwrap()
+        .pull_request("feature")
+        .add("src/new.rs", "pub fn new() {}\n")
+        .open()
+        .unwrap();
+    let app = sim.create_app("review-bot").unwrap();
+    sim.install_app(&app, "acme", RepositorySelection::All)
+        .unwrap();
+    let client = app_client(&sim, &app);
+    let repository = review_github::RepositoryName::parse("acme/widgets").unwrap();
+
+    client.get_pull_request(&repository, 1).await.unwrap();
+    client.get_pull_request(&repository, 1).await.unwrap();
+
+    // A 20-second token is inside octocrab's 30-second refresh margin: each
+    // call mints a fresh one instead of sending one about to expire.
+    assert_eq!(count(&sim, "apps/create-installation-access-token", 201), 2);
+    assert_eq!(count(&sim, "pulls/get", 401), 0);
+}
+
+#[tokio::test]
+async fn an_app_polls_an_organisation_through_its_installation() {
+    let fixture = fixture();
+    let app = installed_app(&fixture);
+    let client = app_client(&fixture.sim, &app);
+
+    let results = client
+        .search_pull_requests(
+            &SearchScope::Organization("acme".into()),
+            "bot-review-needed",
+        )
+        .await
+        .unwrap();
+    let installations = client.list_app_installations().await.unwrap();
+    let repositories = client
+        .list_installation_repositories(installations[0].id)
+        .await
+        .unwrap();
+
+    assert_eq!(results.hits.len(), 1);
+    assert_eq!(installations.len(), 1);
+    assert_eq!(installations[0].account_login.as_deref(), Some("acme"));
+    assert_eq!(repositories, vec![fixture.repository.clone()]);
+    assert_conformant(&fixture.sim);
+}
+
+#[tokio::test]
+async fn an_app_not_installed_on_the_repository_says_so() {
+    let fixture = fixture();
+    let app = fixture.sim.create_app("review-bot").unwrap();
+    let client = app_client(&fixture.sim, &app);
+
+    let error = client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(error, GitHubError::NoInstallation { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("acme/widgets"), "{error}");
+}
+
+#[tokio::test]
+async fn a_wrong_app_key_says_to_check_the_app_id_and_key() {
+    let fixture = fixture();
+    let app = installed_app(&fixture);
+    let impostor = fixture.sim.create_app("impostor").unwrap();
+    let client = GitHubClient::new(settings(
+        &fixture.sim,
+        app_credentials(&app, &impostor.private_key_pem),
+    ))
+    .unwrap();
+
+    let error = client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(
+            error,
+            GitHubError::Unauthorized {
+                credential: CredentialKind::AppJsonWebToken,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("REVIEW_BOT_GITHUB_APP_ID") && message.contains("private key"),
+        "{message}"
+    );
+    for shown in [format!("{error:?}"), message, format!("{client:?}")] {
+        assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+        assert!(
+            !shown.contains(&impostor.private_key_pem[40..80]),
+            "{shown}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_malformed_private_key_is_refused_before_any_request() {
+    let sim = GithubSim::start().unwrap();
+    let error = GitHubClient::new(ClientSettings::new(
+        sim.api_url(),
+        Credentials::App {
+            app_id: 1,
+            private_key_pem: SecretString::from("not a key".to_owned()),
+            installation_id: None,
+        },
+    ))
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("REVIEW_BOT_GITHUB_APP_PRIVATE_KEY_FILE"),
+        "{error}"
+    );
+    assert!(!error.to_string().contains("not a key"));
+}
+
+#[tokio::test]
+async fn a_wrong_token_says_what_to_check_and_never_shows_the_token() {
+    let fixture = fixture();
+    let wrong_token = "ghp_ThisTokenIsNotKnownToTheSimulator0001";
+    let client = token_client(&fixture.sim, wrong_token);
+
+    let error = client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(
+            error,
+            GitHubError::Unauthorized {
+                credential: CredentialKind::PersonalAccessToken,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("401 Bad credentials"), "{message}");
+    assert!(
+        message.contains("check REVIEW_BOT_GITHUB_TOKEN"),
+        "{message}"
+    );
+    assert_eq!(
+        fixture.sim.requests_for("pulls/get").len(),
+        1,
+        "a 401 is not retried"
+    );
+    for shown in [message, format!("{error:?}"), format!("{client:?}")] {
+        assert!(!shown.contains(wrong_token), "the token leaked: {shown}");
+    }
+}
+
+#[tokio::test]
+async fn the_client_debug_output_never_shows_a_good_token() {
+    let fixture = fixture();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+    let shown = format!("{client:?} {:?}", client.rate_limit_state());
+    assert!(shown.contains("GitHubClient"));
+    assert!(!shown.contains(&fixture.bot.token), "{shown}");
+}
+
+/// A `tracing` writer that keeps everything in memory.
+#[derive(Clone, Default)]
+struct CapturedLogs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn trace_logs_name_the_route_but_never_the_token() {
+    let fixture = fixture();
+    let app = installed_app(&fixture);
+    let logs = CapturedLogs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let token_client = token_client(&fixture.sim, &fixture.bot.token);
+    let app_client = app_client(&fixture.sim, &app);
+
+    token_client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+    app_client
+        .create_issue_comment(&fixture.repository, 1, "Logged.", None)
+        .await
+        .unwrap();
+
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(text.contains("github_request"), "{text}");
+    assert!(
+        text.contains("route=\"/repos/{owner}/{repo}/pulls/{pull_number}\""),
+        "{text}"
+    );
+    // The span also records `status` and `remaining` on its "answered" event;
+    // that event is not asserted here because `tracing` caches callsite
+    // interest process-wide, and other tests running at the same time without
+    // a subscriber can disable it for this thread's subscriber.
+    assert!(
+        !text.contains(&fixture.bot.token),
+        "the token leaked into the logs"
+    );
+    assert!(
+        !text.contains("ghs_"),
+        "an installation token leaked into the logs"
+    );
+    assert!(
+        !text.to_ascii_lowercase().contains("bearer"),
+        "an authorization header was logged"
+    );
+}

@@ -1,0 +1,210 @@
+//! Run history and posted-comment fingerprints, on both databases.
+
+use review_store::{AgentPass, Fingerprint, InlineComment, JobKind, NewRun, RunId, StoreError};
+
+use crate::support::{TestDatabase, both};
+
+both!(
+    a_run_records_its_passes_and_outcome,
+    runs_are_listed_per_pull_request_and_by_recency,
+    unknown_runs_are_errors,
+    posted_fingerprints_are_remembered_per_pull_request,
+);
+
+fn pass(name: &str, turns: u32, cost: f64) -> AgentPass {
+    AgentPass {
+        name: name.to_owned(),
+        transcript_path: Some(format!("/var/lib/review-bot/transcripts/r1-{name}.json")),
+        session_id: Some(format!("session-{name}")),
+        turns: Some(turns),
+        cost_usd: Some(cost),
+    }
+}
+
+async fn a_run_records_its_passes_and_outcome(database: TestDatabase) {
+    let store = database.open().await;
+    let id = store
+        .start_run(&NewRun {
+            review_id: Some("0b1c2d3e-review"),
+            repository: "octo/widgets",
+            pull_request: 42,
+            head_sha: "4f2a9c0d",
+            kind: JobKind::Review,
+        })
+        .await
+        .unwrap();
+    let started = store.run(id).await.unwrap().unwrap();
+    assert_eq!(started.outcome, None);
+    assert_eq!(started.finished_at, None);
+    assert!(started.passes.is_empty());
+
+    store
+        .record_agent_pass(id, &pass("architecture", 12, 0.42))
+        .await
+        .unwrap();
+    let failed_early = AgentPass {
+        name: "detailed".to_owned(),
+        transcript_path: None,
+        session_id: None,
+        turns: None,
+        cost_usd: None,
+    };
+    store.record_agent_pass(id, &failed_early).await.unwrap();
+    store.finish_run(id, "changes-requested").await.unwrap();
+
+    let run = store.run(id).await.unwrap().unwrap();
+    assert_eq!(run.id, id);
+    assert_eq!(run.review_id.as_deref(), Some("0b1c2d3e-review"));
+    assert_eq!(run.repository, "octo/widgets");
+    assert_eq!(run.pull_request, 42);
+    assert_eq!(run.head_sha, "4f2a9c0d");
+    assert_eq!(run.kind, JobKind::Review);
+    assert_eq!(run.outcome.as_deref(), Some("changes-requested"));
+    let finished_at = run.finished_at.unwrap();
+    assert!(finished_at >= run.started_at);
+    assert_eq!(
+        run.passes,
+        vec![pass("architecture", 12, 0.42), failed_early]
+    );
+}
+
+async fn runs_are_listed_per_pull_request_and_by_recency(database: TestDatabase) {
+    let store = database.open().await;
+    let mut ids = Vec::new();
+    for (pull_request, kind) in [
+        (1, JobKind::Review),
+        (1, JobKind::Write),
+        (2, JobKind::Review),
+        (1, JobKind::Ci),
+    ] {
+        ids.push(
+            store
+                .start_run(&NewRun {
+                    review_id: None,
+                    repository: "o/r",
+                    pull_request,
+                    head_sha: "abc",
+                    kind,
+                })
+                .await
+                .unwrap(),
+        );
+    }
+    let on_first: Vec<(RunId, JobKind)> = store
+        .runs_for_pull_request("o/r", 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|run| (run.id, run.kind))
+        .collect();
+    assert_eq!(
+        on_first,
+        vec![
+            (ids[0], JobKind::Review),
+            (ids[1], JobKind::Write),
+            (ids[3], JobKind::Ci)
+        ]
+    );
+    assert!(
+        store
+            .runs_for_pull_request("o/x", 1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let recent: Vec<RunId> = store
+        .recent_runs(2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|run| run.id)
+        .collect();
+    assert_eq!(recent.len(), 2);
+    // Started in this order; ties on the clock fall back to the id.
+    assert_eq!(recent, vec![ids[3], ids[2]]);
+}
+
+async fn unknown_runs_are_errors(database: TestDatabase) {
+    let store = database.open().await;
+    let missing = RunId(987_654);
+    assert_eq!(store.run(missing).await.unwrap(), None);
+    let error = store.finish_run(missing, "lgtm").await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            StoreError::UnknownRun {
+                run_id: 987_654,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let error = store
+        .record_agent_pass(missing, &pass("detailed", 1, 0.0))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, StoreError::UnknownRun { .. }), "{error:?}");
+}
+
+async fn posted_fingerprints_are_remembered_per_pull_request(database: TestDatabase) {
+    let store = database.open().await;
+    let posted = [
+        InlineComment {
+            path: "src/lib.rs",
+            line: 10,
+            body: "`len` can be zero.\n\n<sub>review::r1 · thread::t1</sub>",
+        },
+        InlineComment {
+            path: "src/main.rs",
+            line: 3,
+            body: "Unused import.\n\n<sub>review::r1 · thread::t2</sub>",
+        },
+    ];
+    store
+        .record_posted_comments("o/r", 5, Some("r1"), &posted)
+        .await
+        .unwrap();
+    // Recording again (a retried post) is harmless.
+    store
+        .record_posted_comments("o/r", 5, Some("r1"), &posted[..1])
+        .await
+        .unwrap();
+
+    // The next cycle's findings: one repeat (new footer ids), one reworded, one moved.
+    let repeat = Fingerprint::of(&InlineComment {
+        path: "src/lib.rs",
+        line: 10,
+        body: "`len`  can be zero.\n\n<sub>review::r2 · thread::t9</sub>",
+    });
+    let reworded = Fingerprint::of(&InlineComment {
+        path: "src/main.rs",
+        line: 3,
+        body: "Unused import `std::fmt`.",
+    });
+    let moved = Fingerprint::of(&InlineComment {
+        path: "src/lib.rs",
+        line: 11,
+        body: "`len` can be zero.",
+    });
+    let candidates = [repeat, reworded, moved];
+    let already = store
+        .posted_fingerprints("o/r", 5, &candidates)
+        .await
+        .unwrap();
+    assert_eq!(already, [repeat].into_iter().collect());
+    // Scoped to the pull request and the repository.
+    assert!(
+        store
+            .posted_fingerprints("o/r", 6, &candidates)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .posted_fingerprints("o/x", 5, &candidates)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
