@@ -19,6 +19,8 @@ pub(crate) enum Actor {
     Installation {
         installation_id: u64,
         bot_login: String,
+        /// The repositories the token was narrowed to (lower-cased `owner/name`).
+        repositories: Option<Vec<String>>,
     },
     /// A GitHub App authenticated with its JWT.
     App { app_id: u64 },

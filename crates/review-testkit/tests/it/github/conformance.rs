@@ -391,6 +391,15 @@ async fn every_operation_answers_in_the_shape_of_its_schema() {
             "apps/create-installation-access-token",
             &jwt,
             Method::POST,
+            &format!("/app/installations/{installation}/access_tokens"),
+            Some(json!({"repositories": ["widgets"]})),
+        )
+        .await;
+    caller
+        .call(
+            "apps/create-installation-access-token",
+            &jwt,
+            Method::POST,
             "/app/installations/1/access_tokens",
             None,
         )
