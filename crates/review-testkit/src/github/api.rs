@@ -19,6 +19,8 @@ pub(crate) enum Actor {
     Installation {
         installation_id: u64,
         bot_login: String,
+        /// The repositories the token was narrowed to (lower-cased `owner/name`).
+        repositories: Option<Vec<String>>,
     },
     /// A GitHub App authenticated with its JWT.
     App { app_id: u64 },
@@ -284,6 +286,26 @@ pub(crate) fn paginate_with(
     items: Vec<Value>,
     wrap: impl FnOnce(Vec<Value>) -> Value,
 ) -> Reply {
+    let total = items.len();
+    paginate_range(context, base_url, total, |range| {
+        wrap(
+            items
+                .into_iter()
+                .skip(range.start)
+                .take(range.len())
+                .collect(),
+        )
+    })
+}
+
+/// Pagination over `total` items where only the requested page is rendered (`render` gets
+/// the page's index range and returns the body).
+pub(crate) fn paginate_range(
+    context: &Context,
+    base_url: &str,
+    total: usize,
+    render: impl FnOnce(std::ops::Range<usize>) -> Value,
+) -> Reply {
     let per_page = context
         .query_value("per_page")
         .and_then(|value| value.parse::<usize>().ok())
@@ -295,12 +317,10 @@ pub(crate) fn paginate_with(
         .and_then(|value| value.parse::<usize>().ok())
         .filter(|&value| value > 0)
         .unwrap_or(1);
-    let total = items.len();
     let last_page = total.div_ceil(per_page).max(1);
     let start = (page - 1).saturating_mul(per_page).min(total);
     let end = (start + per_page).min(total);
-    let page_items: Vec<Value> = items.into_iter().skip(start).take(end - start).collect();
-    let mut reply = Reply::ok(wrap(page_items));
+    let mut reply = Reply::ok(render(start..end));
     let link = |target: usize| {
         let mut query: Vec<(String, String)> = context
             .query

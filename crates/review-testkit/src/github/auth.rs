@@ -109,6 +109,7 @@ pub(crate) fn authenticate(
                     Actor::Installation {
                         installation_id: *installation_id,
                         bot_login: format!("{}[bot]", app.slug),
+                        repositories: token.repositories.clone(),
                     }
                 }
             };

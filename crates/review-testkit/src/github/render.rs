@@ -448,13 +448,20 @@ pub(crate) fn review_comment(
         "start_line": comment.start_line,
         "original_start_line": comment.start_line,
         "start_side": comment.start_side,
-        "line": comment.line,
-        "original_line": comment.line,
-        "side": comment.side,
         "subject_type": comment.subject_type,
-        "position": comment.position,
-        "original_position": comment.position,
     });
+    // Not nullable in GitHub's schema: a file-level comment leaves them out.
+    if let Some(line) = comment.line {
+        value["line"] = json!(line);
+        value["original_line"] = json!(line);
+    }
+    if let Some(side) = &comment.side {
+        value["side"] = json!(side);
+    }
+    if let Some(position) = comment.position {
+        value["position"] = json!(position);
+        value["original_position"] = json!(position);
+    }
     if let Some(parent) = comment.in_reply_to {
         value["in_reply_to_id"] = json!(parent);
     }

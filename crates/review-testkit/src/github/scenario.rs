@@ -456,6 +456,7 @@ fn issue_token(state: &mut SimState, login: &str) -> String {
         Token {
             subject: TokenSubject::User(login.to_owned()),
             expires_at: None,
+            repositories: None,
         },
     );
     let order = state.token_order.len() as u64;

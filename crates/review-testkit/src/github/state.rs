@@ -31,6 +31,9 @@ pub(crate) struct Token {
     pub subject: TokenSubject,
     /// When it stops working (installation tokens).
     pub expires_at: Option<DateTime<Utc>>,
+    /// The repositories an installation token was narrowed to (lower-cased `owner/name`);
+    /// `None` for everything the installation covers.
+    pub repositories: Option<Vec<String>>,
 }
 
 /// The state of one simulator.

@@ -4,10 +4,10 @@
 
 use axum::http::StatusCode;
 use chrono::Duration;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::super::api::{Actor, ApiError, Context, Reply, paginate, paginate_with};
-use super::super::model::RepositorySelection;
+use super::super::model::{Installation, RepositorySelection};
 use super::super::rate::{Budget, Resource};
 use super::super::render;
 use super::super::state::{SimState, Token, TokenSubject};
@@ -52,6 +52,7 @@ pub(super) fn create_installation_access_token(
         .filter(|installation| installation.app_id == app_id)
         .cloned()
         .ok_or_else(ApiError::not_found)?;
+    let narrowed = narrowed_repositories(state, context, &installation)?;
     let secret = format!("ghs_{}", uuid::Uuid::new_v4().simple());
     let lifetime = Duration::from_std(state.options.installation_token_lifetime)
         .unwrap_or_else(|_| Duration::hours(1));
@@ -61,20 +62,70 @@ pub(super) fn create_installation_access_token(
         Token {
             subject: TokenSubject::Installation(installation_id),
             expires_at: Some(expires_at),
+            repositories: narrowed.clone(),
         },
     );
-    Ok(Reply::created(
-        json!({
-            "token": secret,
-            "expires_at": render::timestamp(expires_at),
-            "permissions": render::installation_permissions(),
-            "repository_selection": match installation.selection {
-                RepositorySelection::All => "all",
-                RepositorySelection::Selected(_) => "selected",
-            },
-        }),
-        None,
-    ))
+    let mut body = json!({
+        "token": secret,
+        "expires_at": render::timestamp(expires_at),
+        "permissions": render::installation_permissions(),
+        "repository_selection": match (&installation.selection, &narrowed) {
+            (RepositorySelection::All, None) => "all",
+            _ => "selected",
+        },
+    });
+    if let Some(names) = &narrowed {
+        body["repositories"] = Value::Array(
+            names
+                .iter()
+                .filter_map(|name| state.repositories.get(name))
+                .map(|repository| render::repository(state, repository))
+                .collect(),
+        );
+    }
+    Ok(Reply::created(body, None))
+}
+
+/// The repositories a token request narrows to (`repositories` by name, `repository_ids`),
+/// each of which the installation must cover — GitHub answers 422 otherwise.
+fn narrowed_repositories(
+    state: &SimState,
+    context: &Context,
+    installation: &Installation,
+) -> Result<Option<Vec<String>>, ApiError> {
+    let names = context.body_field("repositories").and_then(Value::as_array);
+    let ids = context
+        .body_field("repository_ids")
+        .and_then(Value::as_array);
+    if names.is_none() && ids.is_none() {
+        return Ok(None);
+    }
+    let refused = || {
+        ApiError::unprocessable(vec![
+            "There is at least one repository that does not exist or is not accessible to the parent installation.".to_owned(),
+        ])
+    };
+    let mut narrowed = Vec::new();
+    for name in names.into_iter().flatten() {
+        let name = name.as_str().ok_or_else(refused)?;
+        let repository = state
+            .repository(&installation.account, name)
+            .filter(|repository| covers(installation, repository))
+            .ok_or_else(refused)?;
+        narrowed.push(repository.full_name().to_ascii_lowercase());
+    }
+    for id in ids.into_iter().flatten() {
+        let id = id.as_u64().ok_or_else(refused)?;
+        let repository = state
+            .repositories
+            .values()
+            .find(|repository| repository.id == id && covers(installation, repository))
+            .ok_or_else(refused)?;
+        narrowed.push(repository.full_name().to_ascii_lowercase());
+    }
+    narrowed.sort();
+    narrowed.dedup();
+    Ok(Some(narrowed))
 }
 
 /// `GET /repos/{owner}/{repo}/installation`
@@ -103,7 +154,9 @@ pub(super) fn list_installation_repositories(
     context: &Context,
 ) -> Result<Reply, ApiError> {
     let Actor::Installation {
-        installation_id, ..
+        installation_id,
+        repositories: ref narrowed,
+        ..
     } = context.actor
     else {
         return Err(ApiError::new(
@@ -119,12 +172,17 @@ pub(super) fn list_installation_repositories(
         .repositories
         .values()
         .filter(|repository| covers(installation, repository))
+        .filter(|repository| {
+            narrowed
+                .as_ref()
+                .is_none_or(|names| names.contains(&repository.full_name().to_ascii_lowercase()))
+        })
         .map(|repository| render::repository(state, repository))
         .collect();
     let total = repositories.len();
-    let selection = match installation.selection {
-        RepositorySelection::All => "all",
-        RepositorySelection::Selected(_) => "selected",
+    let selection = match (&installation.selection, narrowed) {
+        (RepositorySelection::All, None) => "all",
+        _ => "selected",
     };
     Ok(paginate_with(
         context,

@@ -337,11 +337,18 @@ pub(crate) fn can_see(state: &SimState, actor: &Actor, repository: &Repository) 
         Actor::User { .. } => true,
         Actor::App { .. } => false,
         Actor::Installation {
-            installation_id, ..
-        } => state
-            .installations
-            .get(installation_id)
-            .is_some_and(|installation| covers(installation, repository)),
+            installation_id,
+            repositories,
+            ..
+        } => {
+            state
+                .installations
+                .get(installation_id)
+                .is_some_and(|installation| covers(installation, repository))
+                && repositories.as_ref().is_none_or(|names| {
+                    names.contains(&repository.full_name().to_ascii_lowercase())
+                })
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 
 use axum::http::StatusCode;
 
-use super::super::api::{ApiError, Context, Reply, paginate};
+use serde_json::Value;
+
+use super::super::api::{ApiError, Context, Reply, paginate_range};
 use super::super::render::{self, PullStats};
 use super::super::state::SimState;
 use super::{pull_of, visible_repository};
@@ -106,11 +108,13 @@ pub(super) fn list_files(state: &mut SimState, context: &Context) -> Result<Repl
     let base_sha = state.base_sha(repository, pull)?;
     let diff = state.pull_diff(&key, &base_sha, &head_sha)?;
     let (repository, _) = pull_of(state, &key, number)?;
-    let items = diff
-        .files
-        .iter()
-        .take(state.options.max_listed_files)
-        .map(|file| render::diff_entry(state, repository, &head_sha, file))
-        .collect();
-    Ok(paginate(context, &state.base_url, items))
+    let listed = diff.files.len().min(state.options.max_listed_files);
+    Ok(paginate_range(context, &state.base_url, listed, |range| {
+        Value::Array(
+            diff.files[range]
+                .iter()
+                .map(|file| render::diff_entry(state, repository, &head_sha, file))
+                .collect(),
+        )
+    }))
 }

@@ -151,3 +151,53 @@ async fn jwts_are_checked() {
     assert_eq!(status, 200);
     assert_eq!(listed, json!([]));
 }
+
+#[tokio::test]
+async fn an_installation_token_can_be_narrowed_to_some_repositories() {
+    let sim = GithubSim::start().unwrap();
+    sim.repo("acme/widgets")
+        .file("a.txt", "a\n")
+        .create()
+        .unwrap();
+    sim.repo("acme/other")
+        .file("a.txt", "a\n")
+        .create()
+        .unwrap();
+    let app = sim.create_app("review-bot").unwrap();
+    let installation = sim
+        .install_app(&app, "acme", RepositorySelection::All)
+        .unwrap();
+    let jwt = app_jwt(&app);
+    let path = format!("/app/installations/{installation}/access_tokens");
+    let (status, _, minted) = send(
+        &sim,
+        &jwt,
+        Method::POST,
+        &path,
+        &json!({"repositories": ["widgets"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{minted}");
+    assert_eq!(minted["repository_selection"], "selected");
+    assert_eq!(minted["repositories"][0]["full_name"], "acme/widgets");
+    let token = minted["token"].as_str().unwrap();
+    assert_eq!(
+        get(&sim, token, "/repos/acme/widgets/commits/main").await.0,
+        200
+    );
+    assert_eq!(
+        get(&sim, token, "/repos/acme/other/commits/main").await.0,
+        404
+    );
+    let (_, _, listed) = get(&sim, token, "/installation/repositories").await;
+    assert_eq!(listed["total_count"], 1);
+    let (status, _, error) = send(
+        &sim,
+        &jwt,
+        Method::POST,
+        &path,
+        &json!({"repositories": ["missing"]}),
+    )
+    .await;
+    assert_eq!(status, 422, "{error}");
+}

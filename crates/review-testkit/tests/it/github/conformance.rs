@@ -15,6 +15,7 @@ use super::{client, split};
 /// One call and what came back.
 struct Exchange {
     operation: &'static str,
+    path: String,
     status: u16,
     headers: reqwest::header::HeaderMap,
     body: Value,
@@ -43,6 +44,7 @@ impl Caller<'_> {
         let (status, headers, body) = split(request.send().await.expect("request")).await;
         self.exchanges.push(Exchange {
             operation,
+            path: path.to_owned(),
             status,
             headers,
             body: body.clone(),
@@ -159,6 +161,15 @@ async fn every_operation_answers_in_the_shape_of_its_schema() {
         .await;
     caller
         .call(
+            "pulls/create-review-comment",
+            &token,
+            Method::POST,
+            &format!("{pulls}/comments"),
+            Some(json!({"body": "about the whole file", "commit_id": head, "path": "src/new.rs", "subject_type": "file"})),
+        )
+        .await;
+    caller
+        .call(
             "pulls/create-reply-for-review-comment",
             &token,
             Method::POST,
@@ -211,6 +222,23 @@ async fn every_operation_answers_in_the_shape_of_its_schema() {
             None,
         )
         .await;
+    // Paginated answers carry the `Link` header the spec declares.
+    for path in [
+        format!("{issues}/comments?per_page=1"),
+        format!("{pulls}/comments?per_page=1"),
+        format!("{pulls}/files?per_page=1"),
+    ] {
+        let operation = if path.contains("/issues/") {
+            "issues/list-comments"
+        } else if path.contains("/files") {
+            "pulls/list-files"
+        } else {
+            "pulls/list-review-comments"
+        };
+        caller
+            .call(operation, &token, Method::GET, &path, None)
+            .await;
+    }
     caller
         .call(
             "issues/add-labels",
@@ -363,6 +391,15 @@ async fn every_operation_answers_in_the_shape_of_its_schema() {
             "apps/create-installation-access-token",
             &jwt,
             Method::POST,
+            &format!("/app/installations/{installation}/access_tokens"),
+            Some(json!({"repositories": ["widgets"]})),
+        )
+        .await;
+    caller
+        .call(
+            "apps/create-installation-access-token",
+            &jwt,
+            Method::POST,
             "/app/installations/1/access_tokens",
             None,
         )
@@ -444,6 +481,15 @@ async fn every_operation_answers_in_the_shape_of_its_schema() {
             if header == "location" && !exchange.headers.contains_key("location") {
                 failures.push(format!(
                     "{} {} lacks its Location header",
+                    exchange.operation, exchange.status
+                ));
+            }
+            if header == "link"
+                && exchange.path.contains("per_page=1")
+                && !exchange.headers.contains_key("link")
+            {
+                failures.push(format!(
+                    "{} {} lacks its Link header",
                     exchange.operation, exchange.status
                 ));
             }

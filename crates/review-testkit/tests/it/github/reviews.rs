@@ -300,3 +300,42 @@ async fn the_counters_add_up_the_log() {
     fixture.sim.clear_requests();
     assert_eq!(fixture.sim.counters().requests, 0);
 }
+
+#[tokio::test]
+async fn error_bodies_have_githubs_shape() {
+    let fixture = fixture();
+    let head = fixture.pull.head_sha().unwrap();
+    let (_, _, review_error) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::POST,
+        REVIEWS,
+        &json!({
+            "event": "COMMENT",
+            "body": "x",
+            "comments": [
+                {"path": "src/lib.rs", "line": 12, "start_line": 6, "body": "off the diff, start in another hunk"},
+            ],
+        }),
+    )
+    .await;
+    insta::assert_json_snapshot!("create_review_422", review_error);
+    let (_, _, comment_error) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::POST,
+        "/repos/acme/widgets/pulls/1/comments",
+        &json!({"body": "x", "commit_id": head, "path": "src/lib.rs", "line": 17, "start_line": 6}),
+    )
+    .await;
+    insta::assert_json_snapshot!("create_review_comment_422", comment_error);
+    let (_, _, not_found) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::DELETE,
+        "/repos/acme/widgets/issues/1/labels/absent",
+        &json!(null),
+    )
+    .await;
+    insta::assert_json_snapshot!("remove_label_404", not_found);
+}
