@@ -239,9 +239,12 @@ pub struct PostedReview {
     pub already_existed: bool,
     /// Comments posted inline.
     pub inline_count: usize,
-    /// Comments GitHub refused to anchor, listed in the body under
-    /// "Outside the diff" instead.
+    /// Comments GitHub refused to anchor (or that were longer than GitHub
+    /// takes inline), listed in the body under "Outside the diff" instead.
     pub moved_to_body: Vec<PayloadComment>,
+    /// When the body was longer than GitHub takes: the conversation comments
+    /// carrying its second and later parts, in order (empty otherwise).
+    pub continuation_comments: Vec<IssueComment>,
 }
 
 /// What creating a reply or comment did.

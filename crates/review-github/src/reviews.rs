@@ -13,6 +13,12 @@
 //!
 //! The worst case is 1 + 1 + pages(files) + 2 requests, all but two reads,
 //! and exactly one review exists afterwards.
+//!
+//! Lengths: an inline comment longer than GitHub takes (65,536 characters) is
+//! listed in the body instead, and a body longer than that is split
+//! ([`split_body`]): the review carries the first part and its footer, and
+//! each further part follows as a conversation comment (one checked post
+//! each, found by its exact body on a retry). Nothing is cut away.
 
 use std::fmt::Write as _;
 
@@ -20,13 +26,14 @@ use http::Method;
 use tracing::Instrument;
 
 use review_core::footer::own_footer;
-use review_core::payload::{describe_lines, inline_code};
+use review_core::payload::{describe_lines, fits_github, inline_code, split_body};
 
 use crate::anchoring;
 use crate::client::{GitHubClient, Scope, repository_path, with_query};
 use crate::error::GitHubError;
 use crate::model::{
-    PayloadComment, PostedReview, RepositoryName, Review, ReviewId, ReviewPayload, Side,
+    IssueComment, PayloadComment, PostedReview, RepositoryName, Review, ReviewId, ReviewPayload,
+    Side,
 };
 use crate::pulls::PAGE_SIZE;
 use crate::transport::{ApiRequest, Retry};
@@ -113,21 +120,28 @@ impl GitHubClient {
         review: &ReviewPayload,
         review_id: Option<ReviewId>,
     ) -> Result<PostedReview, GitHubError> {
-        if let Some(review_id) = review_id
-            && let Some(existing) = self.find_review(repository, number, review_id).await?
-        {
-            tracing::info!(
-                repository = %repository,
-                pull_request = number,
-                %review_id,
-                "the review already exists; not posting it again"
+        // Comments GitHub would refuse for their length go to the body up front.
+        let (fitting, too_long): (Vec<PayloadComment>, Vec<PayloadComment>) = review
+            .comments
+            .iter()
+            .cloned()
+            .partition(|comment| fits_github(&comment.body));
+        let planned_body = if too_long.is_empty() {
+            review.body.clone()
+        } else {
+            tracing::warn!(
+                comments = too_long.len(),
+                "inline comments longer than GitHub takes; listing them in the body"
             );
-            return Ok(PostedReview {
-                review: existing,
-                already_existed: true,
-                inline_count: 0,
-                moved_to_body: Vec::new(),
-            });
+            with_outside_section(&review.body, &too_long)
+        };
+
+        if let Some(review_id) = review_id
+            && let Some(existing) = self
+                .already_posted(repository, number, review_id, &planned_body)
+                .await?
+        {
+            return Ok(existing);
         }
 
         let first = self
@@ -136,8 +150,8 @@ impl GitHubClient {
                 number,
                 review,
                 review_id,
-                &review.body,
-                &review.comments,
+                &planned_body,
+                &fitting,
             )
             .await?;
         let error = match first {
@@ -145,13 +159,14 @@ impl GitHubClient {
                 return Ok(PostedReview {
                     review: posted.review,
                     already_existed: posted.found,
-                    inline_count: review.comments.len(),
-                    moved_to_body: Vec::new(),
+                    inline_count: fitting.len(),
+                    moved_to_body: too_long,
+                    continuation_comments: posted.continuation_comments,
                 });
             }
             Attempted::Refused(error) => error,
         };
-        if review.comments.is_empty() || !is_anchoring_refusal(&error) {
+        if fitting.is_empty() || !is_anchoring_refusal(&error) {
             return Err(error);
         }
         tracing::warn!(
@@ -162,24 +177,27 @@ impl GitHubClient {
         );
 
         let files = self.list_pull_request_files(repository, number).await?;
-        let (inline, outside) = anchoring::partition(&review.comments, &files).unwrap_or_default();
+        let (inline, outside) = anchoring::partition(&fitting, &files).unwrap_or_default();
         if outside.is_empty() {
             tracing::warn!(
                 "every comment looks anchorable in the PR's diff, yet GitHub refused; posting \
                  every comment in the body"
             );
         } else {
-            let body = with_outside_section(&review.body, &outside);
+            let body = with_outside_section(&planned_body, &outside);
             match self
                 .create_review(repository, number, review, review_id, &body, &inline)
                 .await?
             {
                 Attempted::Posted(posted) => {
+                    let mut moved_to_body = too_long;
+                    moved_to_body.extend(outside);
                     return Ok(PostedReview {
                         review: posted.review,
                         already_existed: posted.found,
                         inline_count: inline.len(),
-                        moved_to_body: outside,
+                        moved_to_body,
+                        continuation_comments: posted.continuation_comments,
                     });
                 }
                 Attempted::Refused(error) if is_anchoring_refusal(&error) => {
@@ -199,9 +217,81 @@ impl GitHubClient {
                 already_existed: posted.found,
                 inline_count: 0,
                 moved_to_body: review.comments.clone(),
+                continuation_comments: posted.continuation_comments,
             }),
             Attempted::Refused(error) => Err(error),
         }
+    }
+
+    /// The review carrying `review::{review_id}`, if one exists, with any
+    /// continuation comments of `planned_body` a crash kept from being posted
+    /// posted now (each found by its exact body first).
+    async fn already_posted(
+        &self,
+        repository: &RepositoryName,
+        number: u64,
+        review_id: ReviewId,
+        planned_body: &str,
+    ) -> Result<Option<PostedReview>, GitHubError> {
+        let Some(existing) = self.find_review(repository, number, review_id).await? else {
+            return Ok(None);
+        };
+        tracing::info!(
+            repository = %repository,
+            pull_request = number,
+            %review_id,
+            "the review already exists; not posting it again"
+        );
+        let parts = split_body(planned_body);
+        let continuation_comments = if parts.len() > 1 && same_body(&existing.body, &parts[0]) {
+            self.post_continuations(repository, number, &parts[1..], true)
+                .await?
+        } else {
+            Vec::new()
+        };
+        Ok(Some(PostedReview {
+            review: existing,
+            already_existed: true,
+            inline_count: 0,
+            moved_to_body: Vec::new(),
+            continuation_comments,
+        }))
+    }
+
+    /// Posts the parts after the first of a split body, in order, as
+    /// conversation comments. With `check_existing` (the review was already
+    /// there: a retry after a crash), the conversation is read once first and
+    /// a part already on it, found by its exact body, is not posted again.
+    async fn post_continuations(
+        &self,
+        repository: &RepositoryName,
+        number: u64,
+        parts: &[String],
+        check_existing: bool,
+    ) -> Result<Vec<IssueComment>, GitHubError> {
+        if parts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let existing = if check_existing {
+            self.list_issue_comments(repository, number).await?
+        } else {
+            Vec::new()
+        };
+        let mut comments = Vec::with_capacity(parts.len());
+        for part in parts {
+            if let Some(found) = existing
+                .iter()
+                .find(|comment| same_body(&comment.body, part))
+            {
+                comments.push(found.clone());
+                continue;
+            }
+            let posted = self
+                .create_issue_comment(repository, number, part, None)
+                .await?;
+            comments.push(posted.item);
+        }
+        Ok(comments)
     }
 
     /// One `pulls/create-review` call, re-posted only after checking a lost answer.
@@ -214,6 +304,8 @@ impl GitHubClient {
         body: &str,
         comments: &[PayloadComment],
     ) -> Result<Attempted, GitHubError> {
+        let parts = split_body(body);
+        let body = parts[0].as_str();
         let wire_body = wire::CreateReview {
             commit_id: &review.commit_id,
             body,
@@ -243,17 +335,21 @@ impl GitHubClient {
                 find,
             )
             .await?;
-        Ok(match outcome {
-            CheckedPost::Created(created) => Attempted::Posted(Landed {
-                review: created.into(),
-                found: false,
-            }),
-            CheckedPost::Found(found) => Attempted::Posted(Landed {
-                review: found,
-                found: true,
-            }),
-            CheckedPost::Refused(error) => Attempted::Refused(error),
-        })
+        let (review, found) = match outcome {
+            CheckedPost::Created(created) => (created.into(), false),
+            CheckedPost::Found(found) => (found, true),
+            CheckedPost::Refused(error) => return Ok(Attempted::Refused(error)),
+        };
+        // A review found after a lost answer may have been posted by a run
+        // that also posted some continuations: check before posting those.
+        let continuation_comments = self
+            .post_continuations(repository, number, &parts[1..], found)
+            .await?;
+        Ok(Attempted::Posted(Landed {
+            review,
+            found,
+            continuation_comments,
+        }))
     }
 }
 
@@ -262,6 +358,8 @@ struct Landed {
     review: Review,
     /// Found after a lost answer rather than from our request's answer.
     found: bool,
+    /// The conversation comments carrying the rest of a split body.
+    continuation_comments: Vec<IssueComment>,
 }
 
 /// The outcome of one create-review call.

@@ -23,8 +23,11 @@
 //!
 //! Every piece of text from the findings goes through [`footer::defuse`], so a
 //! finding cannot plant a `review::`/`thread::` id. Ids come from the caller.
-//! A body longer than GitHub takes is cut with a notice, its footer kept whole
-//! ([`fit_body`]) — a 422 would cost the whole review.
+//! A finding whose inline comment would be longer than GitHub takes in one
+//! comment goes to the body instead (under "Outside the diff", saying why).
+//! The body itself may grow past GitHub's limit: the poster splits it into the
+//! review and continuation comments ([`crate::payload::split_body`]), so no
+//! finding is ever cut away.
 
 use std::fmt::Write as _;
 
@@ -32,7 +35,8 @@ use crate::anchor::{CommentLocation, Verdict, anchor};
 use crate::diff::PullRequestDiff;
 use crate::footer::{self, Footer, ReviewId, ThreadId};
 use crate::payload::{
-    PayloadComment, ReviewPayload, code_block, describe_lines, fit_body, inline_code, single_line,
+    PayloadComment, ReviewPayload, code_block, describe_lines, fits_github, inline_code,
+    single_line, with_footer,
 };
 
 use super::{ConfidenceLevel, Findings, LineComment, Severity};
@@ -89,14 +93,20 @@ pub fn to_review_payload(
         };
         if verdict.is_postable_inline() {
             let footer = Footer::new(review, next_thread());
-            let body = fit_body(&comment_body(comment, note.as_deref()), &footer.render());
-            comments.extend(PayloadComment::anchored(&verdict, location.side, body));
+            let body = with_footer(&comment_body(comment, note.as_deref()), &footer.render());
+            if fits_github(&body) {
+                comments.extend(PayloadComment::anchored(&verdict, location.side, body));
+            } else {
+                outside.push((comment, OutsideReason::TooLong));
+            }
+        } else if verdict.name() == "not_in_pr" {
+            outside.push((comment, OutsideReason::NotInPullRequest));
         } else {
-            outside.push((comment, verdict.name()));
+            outside.push((comment, OutsideReason::NotInDiff));
         }
         verdicts.push(verdict);
     }
-    let body = fit_body(
+    let body = with_footer(
         &review_body(findings, comments.len(), &outside),
         &body_footer.render(),
     );
@@ -108,6 +118,27 @@ pub fn to_review_payload(
             comments,
         },
         verdicts,
+    }
+}
+
+/// Why a finding is listed in the body rather than inline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OutsideReason {
+    /// The path is not a file of the pull request.
+    NotInPullRequest,
+    /// The line is not part of the diff.
+    NotInDiff,
+    /// Anchorable, but longer than GitHub takes in one inline comment.
+    TooLong,
+}
+
+impl OutsideReason {
+    fn describe(self) -> &'static str {
+        match self {
+            OutsideReason::NotInPullRequest => "not a file this pull request changes",
+            OutsideReason::NotInDiff => "not part of the diff",
+            OutsideReason::TooLong => "too long for one inline comment",
+        }
     }
 }
 
@@ -172,7 +203,11 @@ fn confidence_line(comment: &LineComment) -> String {
 }
 
 /// The review body, without footer.
-fn review_body(findings: &Findings, inline: usize, outside: &[(&LineComment, &str)]) -> String {
+fn review_body(
+    findings: &Findings,
+    inline: usize,
+    outside: &[(&LineComment, OutsideReason)],
+) -> String {
     let summary = &findings.review_summary;
     let mut body = String::from("## Review summary\n\n");
     let overview = summary.overview.trim();
@@ -202,15 +237,11 @@ fn review_body(findings: &Findings, inline: usize, outside: &[(&LineComment, &st
     }
     if !outside.is_empty() {
         body.push_str(
-            "\n\n### Outside the diff\n\nGitHub accepts review comments only on lines of the \
-             diff, so these findings are listed here.",
+            "\n\n### Outside the diff\n\nGitHub accepts review comments only on lines of the diff \
+             and of limited length, so these findings are listed here.",
         );
-        for (comment, verdict) in outside {
-            let reason = if *verdict == "not_in_pr" {
-                "not a file this pull request changes"
-            } else {
-                "not part of the diff"
-            };
+        for (comment, reason) in outside {
+            let reason = reason.describe();
             let location = comment.location();
             let _ = write!(
                 body,

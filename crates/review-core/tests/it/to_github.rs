@@ -84,3 +84,43 @@ fn review_body_snapshot() {
     let conversion = convert("findings/mixed.json");
     insta::assert_snapshot!(conversion.payload.body);
 }
+
+#[test]
+fn a_finding_too_long_for_an_inline_comment_goes_whole_to_the_body() {
+    let mut value: serde_json::Value =
+        serde_json::from_str(&fixture("findings/mixed.json")).unwrap();
+    let description = format!("{}END-OF-DESCRIPTION", "This matters. ".repeat(6_000));
+    value["line_comments"][0]["description"] = serde_json::Value::String(description);
+    let validation = findings::validate(value.to_string().as_bytes());
+    assert!(validation.is_valid(), "{:?}", validation.errors);
+    let diff = PullRequestDiff::parse(&fixture("diffs/small.diff")).unwrap();
+    let mut next = 0_u128;
+    let conversion = to_review_payload(
+        &validation.findings.unwrap(),
+        &diff,
+        ReviewId(Uuid::from_u128(REVIEW)),
+        || {
+            next += 1;
+            ThreadId(Uuid::from_u128(next))
+        },
+    );
+    // The anchoring verdict is unchanged; the comment is in the body instead.
+    assert_eq!(conversion.verdicts[0].name(), "inline");
+    let payload = &conversion.payload;
+    assert_eq!(payload.comments.len(), 2);
+    assert!(payload.body.contains("too long for one inline comment"));
+    assert!(payload.body.contains("END-OF-DESCRIPTION"));
+    // Posting splits the body; every part fits and the description survives whole.
+    let parts = review_core::payload::split_body(&payload.body);
+    assert!(parts.len() >= 2);
+    assert!(
+        parts
+            .iter()
+            .all(|part| part.chars().count() <= review_core::payload::GITHUB_BODY_LIMIT)
+    );
+    assert!(parts.concat().contains("END-OF-DESCRIPTION"));
+    assert_eq!(
+        footer::own_footer(&parts[0]),
+        footer::own_footer(&payload.body)
+    );
+}

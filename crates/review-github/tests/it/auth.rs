@@ -7,31 +7,12 @@ use std::time::Duration;
 use review_github::{
     ClientSettings, CredentialKind, Credentials, GitHubClient, GitHubError, SearchScope,
 };
-use review_testkit::github::{GithubSim, RepositorySelection, SimApp, SimOptions};
+use review_testkit::github::{GithubSim, RepositorySelection, SimOptions};
 use secrecy::SecretString;
 
-use crate::support::{Fixture, assert_conformant, fixture, settings, token_client};
-
-fn app_credentials(app: &SimApp, private_key_pem: &str) -> Credentials {
-    Credentials::App {
-        app_id: app.id,
-        private_key_pem: SecretString::from(private_key_pem.to_owned()),
-        installation_id: None,
-    }
-}
-
-fn app_client(sim: &GithubSim, app: &SimApp) -> GitHubClient {
-    GitHubClient::new(settings(sim, app_credentials(app, &app.private_key_pem))).unwrap()
-}
-
-fn installed_app(fixture: &Fixture) -> SimApp {
-    let app = fixture.sim.create_app("review-bot").unwrap();
-    fixture
-        .sim
-        .install_app(&app, "acme", RepositorySelection::All)
-        .unwrap();
-    app
-}
+use crate::support::{
+    app_client, app_credentials, assert_conformant, fixture, installed_app, settings, token_client,
+};
 
 fn count(sim: &GithubSim, operation: &str, status: u16) -> usize {
     sim.requests_for(operation)
@@ -277,67 +258,4 @@ async fn the_client_debug_output_never_shows_a_good_token() {
     let shown = format!("{client:?} {:?}", client.rate_limit_state());
     assert!(shown.contains("GitHubClient"));
     assert!(!shown.contains(&fixture.bot.token), "{shown}");
-}
-
-/// A `tracing` writer that keeps everything in memory.
-#[derive(Clone, Default)]
-struct CapturedLogs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for CapturedLogs {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[tokio::test]
-async fn trace_logs_name_the_route_but_never_the_token() {
-    let fixture = fixture();
-    let app = installed_app(&fixture);
-    let logs = CapturedLogs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let token_client = token_client(&fixture.sim, &fixture.bot.token);
-    let app_client = app_client(&fixture.sim, &app);
-
-    token_client
-        .get_pull_request(&fixture.repository, 1)
-        .await
-        .unwrap();
-    app_client
-        .create_issue_comment(&fixture.repository, 1, "Logged.", None)
-        .await
-        .unwrap();
-
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
-    assert!(text.contains("github_request"), "{text}");
-    assert!(
-        text.contains("route=\"/repos/{owner}/{repo}/pulls/{pull_number}\""),
-        "{text}"
-    );
-    // The span also records `status` and `remaining` on its "answered" event;
-    // that event is not asserted here because `tracing` caches callsite
-    // interest process-wide, and other tests running at the same time without
-    // a subscriber can disable it for this thread's subscriber.
-    assert!(
-        !text.contains(&fixture.bot.token),
-        "the token leaked into the logs"
-    );
-    assert!(
-        !text.contains("ghs_"),
-        "an installation token leaked into the logs"
-    );
-    assert!(
-        !text.to_ascii_lowercase().contains("bearer"),
-        "an authorization header was logged"
-    );
 }

@@ -1,6 +1,8 @@
 //! One review per cycle: many inline comments in one request, and comments
 //! GitHub will not anchor moved to the body — never dropped.
 
+use std::fmt::Write as _;
+
 use review_github::{OUTSIDE_THE_DIFF_HEADING, PayloadComment, Side};
 
 use crate::support::{
@@ -199,4 +201,85 @@ async fn a_review_without_comments_is_a_plain_verdict() {
             .unwrap(),
         None
     );
+}
+
+#[tokio::test]
+async fn a_body_longer_than_github_takes_is_split_into_the_review_and_continuations() {
+    let fixture = fixture();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    let review_id = new_review_id();
+    // ~150,000 characters of summary, and one inline comment over the limit.
+    let summary = (0..3_000).fold(String::new(), |mut summary, index| {
+        let _ = write!(
+            summary,
+            "Finding {index:04}: the check on this path is missing.\n\n"
+        );
+        summary
+    });
+    let huge_comment = PayloadComment {
+        body: format!(
+            "{}TAIL-OF-THE-HUGE-COMMENT",
+            "Long explanation. ".repeat(4_000)
+        ),
+        ..inline(5)
+    };
+    let review = review_payload(
+        fixture.pull.head_sha().unwrap(),
+        &summary,
+        Some(review_id),
+        vec![inline(4), huge_comment],
+    );
+
+    let posted = client
+        .post_review(&fixture.repository, 1, &review, Some(review_id))
+        .await
+        .unwrap();
+
+    assert_eq!(posted.inline_count, 1);
+    assert_eq!(
+        posted.moved_to_body.len(),
+        1,
+        "the huge comment went to the body"
+    );
+    assert!(!posted.continuation_comments.is_empty());
+    let reviews = fixture.pull.reviews().unwrap();
+    assert_eq!(reviews.len(), 1);
+    assert_eq!(
+        review_core::footer::own_footer(&reviews[0].body).review,
+        Some(review_id)
+    );
+    let conversation = fixture.pull.issue_comments().unwrap();
+    assert_eq!(conversation.len(), posted.continuation_comments.len());
+    // Everything is on GitHub, every part within the limit, in order.
+    let all: Vec<&str> = std::iter::once(reviews[0].body.as_str())
+        .chain(conversation.iter().map(|comment| comment.body.as_str()))
+        .collect();
+    for body in &all {
+        assert!(body.chars().count() <= review_core::payload::GITHUB_BODY_LIMIT);
+        assert_eq!(
+            review_core::footer::own_footer(body).review,
+            Some(review_id)
+        );
+    }
+    let joined = all.join("\n");
+    for index in [0, 1_500, 2_999] {
+        assert!(
+            joined.contains(&format!("Finding {index:04}:")),
+            "lost {index}"
+        );
+    }
+    assert!(joined.contains("TAIL-OF-THE-HUGE-COMMENT"));
+
+    // Posting again finds the review and every continuation: nothing doubles.
+    let again = client
+        .post_review(&fixture.repository, 1, &review, Some(review_id))
+        .await
+        .unwrap();
+    assert!(again.already_existed);
+    assert_eq!(fixture.pull.reviews().unwrap().len(), 1);
+    assert_eq!(
+        fixture.pull.issue_comments().unwrap().len(),
+        conversation.len()
+    );
+    assert_conformant(&fixture.sim);
 }

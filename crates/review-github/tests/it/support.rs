@@ -9,7 +9,7 @@ use review_github::{
     ClientSettings, Credentials, GitHubClient, PayloadComment, RepositoryName, ReviewEvent,
     ReviewId, ReviewPayload, Side, ThreadId,
 };
-use review_testkit::github::{GithubSim, PullRequestHandle, SimUser};
+use review_testkit::github::{GithubSim, PullRequestHandle, RepositorySelection, SimApp, SimUser};
 use secrecy::SecretString;
 
 /// `src/lib.rs` before the pull request: 120 numbered lines.
@@ -150,4 +150,28 @@ pub fn review_payload(
         event: ReviewEvent::Comment,
         comments,
     }
+}
+
+/// GitHub App credentials for `app` with `private_key_pem`.
+pub fn app_credentials(app: &SimApp, private_key_pem: &str) -> Credentials {
+    Credentials::App {
+        app_id: app.id,
+        private_key_pem: SecretString::from(private_key_pem.to_owned()),
+        installation_id: None,
+    }
+}
+
+/// A client authenticating as `app`.
+pub fn app_client(sim: &GithubSim, app: &SimApp) -> GitHubClient {
+    GitHubClient::new(settings(sim, app_credentials(app, &app.private_key_pem))).unwrap()
+}
+
+/// An app installed on the `acme` account, every repository.
+pub fn installed_app(fixture: &Fixture) -> SimApp {
+    let app = fixture.sim.create_app("review-bot").unwrap();
+    fixture
+        .sim
+        .install_app(&app, "acme", RepositorySelection::All)
+        .unwrap();
+    app
 }

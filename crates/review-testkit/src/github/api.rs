@@ -8,6 +8,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+/// The most characters GitHub takes in a comment or review body.
+pub const BODY_LIMIT: usize = 65_536;
+
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Actor {
@@ -217,6 +220,22 @@ impl ApiError {
         let mut error = Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Validation Failed");
         error.errors = Some(Value::Array(errors));
         error
+    }
+
+    /// 422 for a body longer than GitHub takes (65,536 characters), with
+    /// GitHub's message; `Ok` when it fits.
+    pub fn check_body_length(resource: &str, body: &str) -> Result<(), ApiError> {
+        if body.chars().count() <= BODY_LIMIT {
+            return Ok(());
+        }
+        Err(Self::validation_failed(vec![Self::field_error(
+            resource,
+            "body",
+            "custom",
+            Some(format!(
+                "body is too long (maximum is {BODY_LIMIT} characters)"
+            )),
+        )]))
     }
 
     /// One `validation-error` object.

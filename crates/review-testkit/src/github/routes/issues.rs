@@ -43,6 +43,7 @@ pub(super) fn create_comment(state: &mut SimState, context: &Context) -> Result<
             None,
         )]));
     }
+    ApiError::check_body_length("IssueComment", &body)?;
     pull_of(state, &key, number)?;
     let comment = IssueComment {
         id: state.next_id(),
@@ -73,6 +74,7 @@ pub(super) fn update_comment(state: &mut SimState, context: &Context) -> Result<
     let key = visible_repository(state, context)?;
     let comment_id = context.number_param("comment_id")?;
     let body = context.body_str("body").unwrap_or_default().to_owned();
+    ApiError::check_body_length("IssueComment", &body)?;
     let repository = state
         .repositories
         .get(&key)

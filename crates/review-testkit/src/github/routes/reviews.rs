@@ -316,6 +316,14 @@ pub(super) fn create_review(state: &mut SimState, context: &Context) -> Result<R
             "Body can't be blank".to_owned(),
         ]));
     }
+    ApiError::check_body_length("PullRequestReview", &body)?;
+    for comment in &requested_comments {
+        let text = comment
+            .get("body")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        ApiError::check_body_length("PullRequestReviewComment", text)?;
+    }
     {
         let (_, existing) = pull_of(state, &pull.key, pull.number)?;
         if event == ReviewState::Pending
@@ -450,6 +458,7 @@ fn reply_to(
     let login = context.require_login()?;
     let key = visible_repository(state, context)?;
     let number = context.number_param("pull_number")?;
+    ApiError::check_body_length("PullRequestReviewComment", &body)?;
     let (_, pull) = pull_of(state, &key, number)?;
     let parent = pull
         .review_comments
@@ -513,6 +522,7 @@ pub(super) fn create_review_comment(
     if let Some(parent_id) = context.body_field("in_reply_to").and_then(Value::as_u64) {
         return reply_to(state, context, parent_id, body);
     }
+    ApiError::check_body_length("PullRequestReviewComment", &body)?;
     let pull = match pull_context(state, context, context.body_str("commit_id"))? {
         Ok(pull) => pull,
         Err(CommitProblem::NotPartOfPull) => {

@@ -339,3 +339,62 @@ async fn error_bodies_have_githubs_shape() {
     .await;
     insta::assert_json_snapshot!("remove_label_404", not_found);
 }
+
+#[tokio::test]
+async fn bodies_longer_than_github_takes_are_refused_and_nothing_is_created() {
+    let fixture = fixture();
+    let too_long = "a".repeat(65_537);
+    let just_right = "a".repeat(65_536);
+    let (status, _, review_error) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::POST,
+        REVIEWS,
+        &json!({"event": "COMMENT", "body": too_long}),
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert_eq!(
+        review_error["errors"][0]["message"],
+        "body is too long (maximum is 65536 characters)"
+    );
+    let (status, _, inline_error) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::POST,
+        REVIEWS,
+        &json!({"event": "COMMENT", "body": "ok", "comments": [
+            {"path": "src/lib.rs", "line": 4, "body": too_long},
+        ]}),
+    )
+    .await;
+    assert_eq!(
+        status, 422,
+        "an inline comment over the limit fails the review"
+    );
+    assert_eq!(
+        inline_error["errors"][0]["resource"],
+        "PullRequestReviewComment"
+    );
+    let (status, _, comment_error) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::POST,
+        "/repos/acme/widgets/issues/1/comments",
+        &json!({"body": too_long}),
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert_eq!(comment_error["errors"][0]["resource"], "IssueComment");
+    assert!(fixture.pull.reviews().unwrap().is_empty());
+    assert!(fixture.pull.issue_comments().unwrap().is_empty());
+    let (status, _, _) = send(
+        &fixture.sim,
+        &fixture.bot.token,
+        Method::POST,
+        "/repos/acme/widgets/issues/1/comments",
+        &json!({"body": just_right}),
+    )
+    .await;
+    assert_eq!(status, 201, "exactly the limit is accepted");
+}
