@@ -41,6 +41,43 @@ async fn a_secondary_limit_with_retry_after_is_waited_out_then_retried() {
 }
 
 #[tokio::test]
+async fn a_secondary_limit_without_retry_after_backs_off_exponentially() {
+    let fixture = fixture();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    fixture.sim.inject(
+        FaultRule::operation("pulls/get", Fault::SecondaryRateLimitWithoutRetryAfter).times(3),
+    );
+
+    let pull_request = client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+
+    assert_eq!(pull_request.number, 1);
+    let log: Vec<u16> = fixture
+        .sim
+        .requests_for("pulls/get")
+        .iter()
+        .map(|record| record.status)
+        .collect();
+    assert_eq!(log, vec![403, 403, 403, 200]);
+    let waits: Vec<(WaitReason, Duration)> = client
+        .recent_waits()
+        .iter()
+        .map(|wait| (wait.reason, wait.duration))
+        .collect();
+    // The test settings start the backoff at 50 ms (a minute by default).
+    assert_eq!(
+        waits,
+        vec![
+            (WaitReason::SecondaryBackoff, Duration::from_millis(50)),
+            (WaitReason::SecondaryBackoff, Duration::from_millis(100)),
+            (WaitReason::SecondaryBackoff, Duration::from_millis(200)),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn a_429_on_a_write_is_retried_because_github_did_not_process_it() {
     let fixture = fixture();
     let client = token_client(&fixture.sim, &fixture.bot.token);

@@ -13,6 +13,9 @@ pub enum Fault {
         /// Seconds in the `retry-after` header.
         retry_after: u64,
     },
+    /// Answer 403 with GitHub's secondary-rate-limit message and no `retry-after` (GitHub
+    /// does this too: clients are to wait at least a minute, then back off exponentially).
+    SecondaryRateLimitWithoutRetryAfter,
     /// Answer 429 with this `retry-after` (seconds).
     TooManyRequests {
         /// Seconds in the `retry-after` header.
@@ -32,6 +35,9 @@ impl Fault {
             Self::ServerError(status) => format!("server error {status}"),
             Self::SecondaryRateLimit { retry_after } => {
                 format!("secondary rate limit (retry-after {retry_after})")
+            }
+            Self::SecondaryRateLimitWithoutRetryAfter => {
+                "secondary rate limit (no retry-after)".to_owned()
             }
             Self::TooManyRequests { retry_after } => format!("429 (retry-after {retry_after})"),
             Self::Hang(duration) => format!("hang {}ms", duration.as_millis()),

@@ -158,6 +158,14 @@ pub(crate) async fn serve(
             push_record(&shared, record);
             return status_response(status, "Server Error\n");
         }
+        Some(Fault::SecondaryRateLimitWithoutRetryAfter) => {
+            record.status = StatusCode::FORBIDDEN.as_u16();
+            push_record(&shared, record);
+            return status_response(
+                StatusCode::FORBIDDEN,
+                "You have exceeded a secondary rate limit.\n",
+            );
+        }
         Some(
             Fault::SecondaryRateLimit { retry_after } | Fault::TooManyRequests { retry_after },
         ) => {

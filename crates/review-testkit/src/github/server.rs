@@ -293,7 +293,16 @@ async fn api(
             );
         }
         Some(Fault::SecondaryRateLimit { retry_after }) => {
-            let error = secondary_limit(*retry_after);
+            let error = secondary_limit(Some(*retry_after));
+            return finish(
+                &shared,
+                record,
+                error_outcome(&error, operation.documentation_url),
+                budget,
+            );
+        }
+        Some(Fault::SecondaryRateLimitWithoutRetryAfter) => {
+            let error = secondary_limit(None);
             return finish(
                 &shared,
                 record,
@@ -421,16 +430,19 @@ fn github_accepts_anyway(operation_id: &str, body: Option<&Value>) -> bool {
 
 const SECONDARY_DOCS: &str = "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits";
 
-fn secondary_limit(retry_after: u64) -> ApiError {
-    ApiError::new(
+fn secondary_limit(retry_after: Option<u64>) -> ApiError {
+    let error = ApiError::new(
         StatusCode::FORBIDDEN,
         format!(
             "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID {}.",
             request_id()
         ),
     )
-    .with_documentation(SECONDARY_DOCS)
-    .with_header("retry-after", retry_after.to_string())
+    .with_documentation(SECONDARY_DOCS);
+    match retry_after {
+        Some(seconds) => error.with_header("retry-after", seconds.to_string()),
+        None => error,
+    }
 }
 
 fn request_id() -> String {
@@ -525,9 +537,9 @@ fn admit(
             .get_mut(&budget_key)
             .expect("the budget was created above");
         if budget.content_limited(now, per_minute, per_hour) {
-            return refuse(secondary_limit(
+            return refuse(secondary_limit(Some(
                 options.secondary_retry_after.as_secs().max(1),
-            ));
+            )));
         }
     }
     Ok(Admission {
