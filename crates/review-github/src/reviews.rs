@@ -243,10 +243,19 @@ impl GitHubClient {
             "the review already exists; not posting it again"
         );
         let parts = split_body(planned_body);
-        let continuation_comments = if parts.len() > 1 && same_body(&existing.body, &parts[0]) {
+        let continuation_comments = if parts.len() < 2 {
+            Vec::new()
+        } else if same_body(&existing.body, &parts[0]) {
             self.post_continuations(repository, number, &parts[1..], true)
                 .await?
         } else {
+            // The review was posted after a 422 recovery, so its parts differ
+            // from this plan and cannot be rebuilt here.
+            tracing::warn!(
+                %review_id,
+                "the existing review's body differs from the planned one; its continuation \
+                 comments, if any are missing, are not re-posted: check the pull request"
+            );
             Vec::new()
         };
         Ok(Some(PostedReview {
