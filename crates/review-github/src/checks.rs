@@ -18,17 +18,11 @@ impl GitHubClient {
         repository: &RepositoryName,
         git_ref: &str,
     ) -> Result<Vec<crate::model::CheckRun>, GitHubError> {
-        let request = ApiRequest::get(
-            "/repos/{owner}/{repo}/commits/{ref}/check-runs",
-            with_query(
-                &repository_path(repository, &["commits", git_ref, "check-runs"]),
-                &[("per_page", &PAGE_SIZE.to_string())],
-            ),
-        );
         let paged = self
-            .get_all_pages(
-                &Scope::Repository(repository.clone()),
-                request,
+            .get_repository_pages(
+                repository,
+                "/repos/{owner}/{repo}/commits/{ref}/check-runs",
+                &["commits", git_ref, "check-runs"],
                 MAX_CI_PAGES,
                 |page: wire::CheckRunList| page.check_runs,
             )
@@ -42,17 +36,11 @@ impl GitHubClient {
         repository: &RepositoryName,
         git_ref: &str,
     ) -> Result<Vec<crate::model::CommitStatus>, GitHubError> {
-        let request = ApiRequest::get(
-            "/repos/{owner}/{repo}/commits/{ref}/statuses",
-            with_query(
-                &repository_path(repository, &["commits", git_ref, "statuses"]),
-                &[("per_page", &PAGE_SIZE.to_string())],
-            ),
-        );
         let paged = self
-            .get_all_pages(
-                &Scope::Repository(repository.clone()),
-                request,
+            .get_repository_pages(
+                repository,
+                "/repos/{owner}/{repo}/commits/{ref}/statuses",
+                &["commits", git_ref, "statuses"],
                 MAX_CI_PAGES,
                 |page: Vec<wire::Status>| page,
             )

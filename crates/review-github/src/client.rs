@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 use crate::error::{CredentialKind, GitHubError};
 use crate::model::{RateLimitSnapshot, RepositoryName};
 use crate::pagination::next_page_path;
+use crate::pulls::PAGE_SIZE;
 use crate::settings::{ClientSettings, Credentials};
 use crate::transport::{ApiRequest, ApiResponse, RecordedWait, SendFailure, Transport};
 use crate::wire;
@@ -274,6 +275,36 @@ impl GitHubClient {
                 }
             }
         }
+    }
+
+    /// Every page of the repository list operation `route` (the path is the
+    /// repository's followed by `segments`), 100 items per page, for at most
+    /// `max_pages` pages; `items` takes a page's entries out of its JSON.
+    pub(crate) async fn get_repository_pages<Page, Item>(
+        &self,
+        repository: &RepositoryName,
+        route: &'static str,
+        segments: &[&str],
+        max_pages: usize,
+        items: impl FnMut(Page) -> Vec<Item>,
+    ) -> Result<Paged<Item>, GitHubError>
+    where
+        Page: DeserializeOwned,
+    {
+        let request = ApiRequest::get(
+            route,
+            with_query(
+                &repository_path(repository, segments),
+                &[("per_page", &PAGE_SIZE.to_string())],
+            ),
+        );
+        self.get_all_pages(
+            &Scope::Repository(repository.clone()),
+            request,
+            max_pages,
+            items,
+        )
+        .await
     }
 
     /// Whose budget a request in `scope` spends (`token`, `app`, `installation:{id}`).

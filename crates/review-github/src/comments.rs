@@ -3,12 +3,11 @@
 
 use http::Method;
 
-use crate::client::{GitHubClient, Scope, repository_path, with_query};
+use crate::client::{GitHubClient, Scope, repository_path};
 use crate::error::GitHubError;
 use review_core::footer::own_footer;
 
 use crate::model::{IssueComment, Posted, RepositoryName, ReviewComment, ThreadId};
-use crate::pulls::PAGE_SIZE;
 use crate::transport::{ApiRequest, Retry};
 use crate::wire;
 use crate::writes::{CheckedPost, same_body};
@@ -33,17 +32,11 @@ impl GitHubClient {
         repository: &RepositoryName,
         number: u64,
     ) -> Result<Vec<ReviewComment>, GitHubError> {
-        let request = ApiRequest::get(
-            "/repos/{owner}/{repo}/pulls/{pull_number}/comments",
-            with_query(
-                &repository_path(repository, &["pulls", &number.to_string(), "comments"]),
-                &[("per_page", &PAGE_SIZE.to_string())],
-            ),
-        );
         let paged = self
-            .get_all_pages(
-                &Scope::Repository(repository.clone()),
-                request,
+            .get_repository_pages(
+                repository,
+                "/repos/{owner}/{repo}/pulls/{pull_number}/comments",
+                &["pulls", &number.to_string(), "comments"],
                 MAX_COMMENT_PAGES,
                 |page: Vec<wire::ReviewComment>| page,
             )
@@ -58,17 +51,11 @@ impl GitHubClient {
         repository: &RepositoryName,
         number: u64,
     ) -> Result<Vec<IssueComment>, GitHubError> {
-        let request = ApiRequest::get(
-            "/repos/{owner}/{repo}/issues/{issue_number}/comments",
-            with_query(
-                &repository_path(repository, &["issues", &number.to_string(), "comments"]),
-                &[("per_page", &PAGE_SIZE.to_string())],
-            ),
-        );
         let paged = self
-            .get_all_pages(
-                &Scope::Repository(repository.clone()),
-                request,
+            .get_repository_pages(
+                repository,
+                "/repos/{owner}/{repo}/issues/{issue_number}/comments",
+                &["issues", &number.to_string(), "comments"],
                 MAX_COMMENT_PAGES,
                 |page: Vec<wire::IssueComment>| page,
             )

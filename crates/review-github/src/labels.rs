@@ -4,10 +4,9 @@
 
 use http::{Method, StatusCode};
 
-use crate::client::{GitHubClient, Scope, decode, ensure_success, repository_path, with_query};
+use crate::client::{GitHubClient, Scope, decode, ensure_success, repository_path};
 use crate::error::GitHubError;
 use crate::model::RepositoryName;
-use crate::pulls::PAGE_SIZE;
 use crate::transport::{ApiRequest, Retry, SendFailure};
 use crate::wire;
 
@@ -21,17 +20,11 @@ impl GitHubClient {
         repository: &RepositoryName,
         number: u64,
     ) -> Result<Vec<String>, GitHubError> {
-        let request = ApiRequest::get(
-            "/repos/{owner}/{repo}/issues/{issue_number}/labels",
-            with_query(
-                &repository_path(repository, &["issues", &number.to_string(), "labels"]),
-                &[("per_page", &PAGE_SIZE.to_string())],
-            ),
-        );
         let paged = self
-            .get_all_pages(
-                &Scope::Repository(repository.clone()),
-                request,
+            .get_repository_pages(
+                repository,
+                "/repos/{owner}/{repo}/issues/{issue_number}/labels",
+                &["issues", &number.to_string(), "labels"],
                 MAX_LABEL_PAGES,
                 |page: Vec<wire::Label>| page,
             )

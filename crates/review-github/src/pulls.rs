@@ -2,7 +2,7 @@
 
 use http::StatusCode;
 
-use crate::client::{GitHubClient, Scope, ensure_success, repository_path, with_query};
+use crate::client::{GitHubClient, Scope, ensure_success, repository_path};
 use crate::error::GitHubError;
 use crate::model::{ChangedFiles, PullRequest, PullRequestDiff, RepositoryName};
 use crate::transport::{ApiRequest, DIFF_MEDIA_TYPE, SendFailure};
@@ -73,17 +73,11 @@ impl GitHubClient {
         repository: &RepositoryName,
         number: u64,
     ) -> Result<ChangedFiles, GitHubError> {
-        let request = ApiRequest::get(
-            "/repos/{owner}/{repo}/pulls/{pull_number}/files",
-            with_query(
-                &repository_path(repository, &["pulls", &number.to_string(), "files"]),
-                &[("per_page", &PAGE_SIZE.to_string())],
-            ),
-        );
         let paged = self
-            .get_all_pages(
-                &Scope::Repository(repository.clone()),
-                request,
+            .get_repository_pages(
+                repository,
+                "/repos/{owner}/{repo}/pulls/{pull_number}/files",
+                &["pulls", &number.to_string(), "files"],
                 MAX_PULL_REQUEST_FILES.div_ceil(PAGE_SIZE),
                 |page: Vec<wire::DiffEntry>| page,
             )

@@ -29,13 +29,12 @@ use review_core::footer::own_footer;
 use review_core::payload::{describe_lines, fits_github, inline_code, split_body};
 
 use crate::anchoring;
-use crate::client::{GitHubClient, Scope, repository_path, with_query};
+use crate::client::{GitHubClient, Scope, repository_path};
 use crate::error::GitHubError;
 use crate::model::{
     IssueComment, PayloadComment, PostedReview, RepositoryName, Review, ReviewId, ReviewPayload,
     Side,
 };
-use crate::pulls::PAGE_SIZE;
 use crate::transport::{ApiRequest, Retry};
 use crate::wire;
 use crate::writes::CheckedPost;
@@ -54,17 +53,11 @@ impl GitHubClient {
         repository: &RepositoryName,
         number: u64,
     ) -> Result<Vec<Review>, GitHubError> {
-        let request = ApiRequest::get(
-            "/repos/{owner}/{repo}/pulls/{pull_number}/reviews",
-            with_query(
-                &repository_path(repository, &["pulls", &number.to_string(), "reviews"]),
-                &[("per_page", &PAGE_SIZE.to_string())],
-            ),
-        );
         let paged = self
-            .get_all_pages(
-                &Scope::Repository(repository.clone()),
-                request,
+            .get_repository_pages(
+                repository,
+                "/repos/{owner}/{repo}/pulls/{pull_number}/reviews",
+                &["pulls", &number.to_string(), "reviews"],
                 MAX_REVIEW_PAGES,
                 |page: Vec<wire::Review>| page,
             )

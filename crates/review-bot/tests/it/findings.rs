@@ -88,6 +88,23 @@ fn write_findings(dir: &TempDir, value: &Value) {
     );
 }
 
+/// `review-bot findings validate --json` on the directory's `PR.diff` and
+/// `findings.json`: checks the exit code and returns the report.
+fn validate_json(dir: &TempDir, exit_code: i32) -> Value {
+    let output = review_bot(dir.path())
+        .args([
+            "findings",
+            "validate",
+            "--json",
+            "--diff",
+            "PR.diff",
+            "findings.json",
+        ])
+        .assert()
+        .code(exit_code);
+    serde_json::from_slice(&output.get_output().stdout).unwrap()
+}
+
 #[test]
 fn validate_json_gives_one_verdict_per_comment() {
     let dir = pull_request();
@@ -126,18 +143,7 @@ fn invalid_findings_exit_1_and_still_anchor_what_they_can() {
     let mut document = findings(&[broken, json!("not a comment"), comment("src/app.go", 16)]);
     document["review_event"] = json!("LGTM");
     write_findings(&dir, &document);
-    let output = review_bot(dir.path())
-        .args([
-            "findings",
-            "validate",
-            "--json",
-            "--diff",
-            "PR.diff",
-            "findings.json",
-        ])
-        .assert()
-        .code(1);
-    let report: Value = serde_json::from_slice(&output.get_output().stdout).unwrap();
+    let report = validate_json(&dir, 1);
     insta::assert_json_snapshot!(report);
 }
 
@@ -149,18 +155,7 @@ fn unparseable_findings_are_still_one_json_object() {
         "findings.json",
         "{\"version\": \"1.0\", \"line_comments\": [ {",
     );
-    let output = review_bot(dir.path())
-        .args([
-            "findings",
-            "validate",
-            "--json",
-            "--diff",
-            "PR.diff",
-            "findings.json",
-        ])
-        .assert()
-        .code(1);
-    let report: Value = serde_json::from_slice(&output.get_output().stdout).unwrap();
+    let report = validate_json(&dir, 1);
     assert_eq!(report["comments"], json!([]));
     assert_eq!(report["schema_errors"].as_array().unwrap().len(), 1);
     assert!(

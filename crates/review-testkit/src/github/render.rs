@@ -42,6 +42,16 @@ pub(crate) fn user(state: &SimState, login: &str) -> Value {
     account_json(&state.base_url, &account)
 }
 
+/// The account owning a repository or an installation: the one the simulator
+/// knows, or an organization of that name.
+fn owner_account(state: &SimState, login: &str) -> Account {
+    state.account(login).cloned().unwrap_or_else(|| Account {
+        id: 0,
+        login: login.to_owned(),
+        kind: AccountKind::Organization,
+    })
+}
+
 pub(crate) fn account_json(base: &str, account: &Account) -> Value {
     let login = &account.login;
     let users = format!("{base}/users/{login}");
@@ -164,27 +174,11 @@ fn repository_urls(state: &SimState, repository: &Repository) -> serde_json::Map
     map
 }
 
-/// A full `repository`.
+/// A full `repository`: the minimal one and the rest of GitHub's fields.
 pub(crate) fn repository(state: &SimState, repository: &Repository) -> Value {
-    let mut map = repository_urls(state, repository);
+    let mut value = minimal_repository(state, repository);
     let open_issues = repository.pulls.values().filter(|pull| pull.open).count();
-    let owner = state
-        .account(&repository.owner)
-        .cloned()
-        .unwrap_or_else(|| Account {
-            id: 0,
-            login: repository.owner.clone(),
-            kind: AccountKind::Organization,
-        });
-    let fields = json!({
-        "id": repository.id,
-        "node_id": node_id("R", repository.id),
-        "name": repository.name,
-        "full_name": repository.full_name(),
-        "owner": account_json(&state.base_url, &owner),
-        "private": repository.private,
-        "description": null,
-        "fork": false,
+    let rest = json!({
         "mirror_url": null,
         "homepage": null,
         "language": null,
@@ -215,23 +209,16 @@ pub(crate) fn repository(state: &SimState, repository: &Repository) -> Value {
         "web_commit_signoff_required": false,
         "license": null,
     });
-    if let Value::Object(fields) = fields {
-        map.extend(fields);
+    if let (Value::Object(map), Value::Object(rest)) = (&mut value, rest) {
+        map.extend(rest);
     }
-    Value::Object(map)
+    value
 }
 
 /// A `minimal-repository` (combined status, installation repositories).
 pub(crate) fn minimal_repository(state: &SimState, repository: &Repository) -> Value {
     let mut map = repository_urls(state, repository);
-    let owner = state
-        .account(&repository.owner)
-        .cloned()
-        .unwrap_or_else(|| Account {
-            id: 0,
-            login: repository.owner.clone(),
-            kind: AccountKind::Organization,
-        });
+    let owner = owner_account(state, &repository.owner);
     let fields = json!({
         "id": repository.id,
         "node_id": node_id("R", repository.id),
@@ -740,14 +727,7 @@ pub(crate) fn installation_permissions() -> Value {
 /// An `installation`.
 pub(crate) fn installation(state: &SimState, installation: &Installation, app: &App) -> Value {
     let base = &state.base_url;
-    let account = state
-        .account(&installation.account)
-        .cloned()
-        .unwrap_or_else(|| Account {
-            id: 0,
-            login: installation.account.clone(),
-            kind: AccountKind::Organization,
-        });
+    let account = owner_account(state, &installation.account);
     json!({
         "id": installation.id,
         "account": account_json(base, &account),
