@@ -86,3 +86,15 @@ pub(crate) fn from_database_integer(value: i64) -> Result<u64, sqlx::Error> {
     u64::try_from(value)
         .map_err(|_| sqlx::Error::Decode(format!("unexpected negative number {value}").into()))
 }
+
+/// Checks a caller-chosen name (a lease holder, a run key): 1 to 256 bytes, no
+/// control characters.
+pub(crate) fn check_name(what: &'static str, name: &str) -> Result<(), StoreError> {
+    if name.is_empty() || name.len() > 256 || name.chars().any(char::is_control) {
+        return Err(StoreError::invalid(
+            what,
+            format!("{name:?} must be 1 to 256 characters with no control characters"),
+        ));
+    }
+    Ok(())
+}

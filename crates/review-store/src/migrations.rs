@@ -26,21 +26,35 @@ pub(crate) struct EmbeddedMigration {
 }
 
 /// SQLite's migrations, oldest first.
-pub(crate) const SQLITE: &[EmbeddedMigration] = &[EmbeddedMigration {
-    version: 1,
-    description: "initial",
-    sql: include_str!("../migrations/sqlite/0001_initial.sql"),
-}];
+pub(crate) const SQLITE: &[EmbeddedMigration] = &[
+    EmbeddedMigration {
+        version: 1,
+        description: "initial",
+        sql: include_str!("../migrations/sqlite/0001_initial.sql"),
+    },
+    EmbeddedMigration {
+        version: 2,
+        description: "idempotent_runs",
+        sql: include_str!("../migrations/sqlite/0002_idempotent_runs.sql"),
+    },
+];
 
 /// PostgreSQL's migrations, oldest first.
-pub(crate) const POSTGRES: &[EmbeddedMigration] = &[EmbeddedMigration {
-    version: 1,
-    description: "initial",
-    sql: include_str!("../migrations/postgres/0001_initial.sql"),
-}];
+pub(crate) const POSTGRES: &[EmbeddedMigration] = &[
+    EmbeddedMigration {
+        version: 1,
+        description: "initial",
+        sql: include_str!("../migrations/postgres/0001_initial.sql"),
+    },
+    EmbeddedMigration {
+        version: 2,
+        description: "idempotent_runs",
+        sql: include_str!("../migrations/postgres/0002_idempotent_runs.sql"),
+    },
+];
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The table sqlx's migrator records applied migrations in.
 pub(crate) const MIGRATIONS_TABLE: &str = "_sqlx_migrations";

@@ -4,6 +4,13 @@
 //! A run is started before any work, passes are added as they finish, and the
 //! run is finished with an outcome. A run left without `finished_at` died
 //! mid-way (crash, deploy); the dashboard shows it as such.
+//!
+//! Every write is idempotent and safe under concurrency: a run is named by a
+//! key its caller chooses ([`NewRun::key`]), so starting it again returns the
+//! same run; a pass is named within its run ([`AgentPass::name`]), so
+//! recording it again updates it in place, and its position is assigned while
+//! the run's row is locked (PostgreSQL) or the write lock is held (SQLite), so
+//! two sessions recording passes at once never collide.
 
 use std::fmt;
 use std::str::FromStr;
@@ -12,7 +19,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row as _;
 
 use crate::dialect::{Dialect as _, Sql, TimeColumn, dispatch, sqlite_now};
-use crate::{Store, StoreError, from_database_integer, to_database_integer};
+use crate::{Store, StoreError, check_name, from_database_integer, to_database_integer};
 
 /// The kind of job a run (or lease) is for; one per bot label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,6 +75,11 @@ impl fmt::Display for RunId {
 /// What is known when a run starts.
 #[derive(Debug, Clone, Copy)]
 pub struct NewRun<'a> {
+    /// The caller's name for this run, unique in the database (1 to 256
+    /// characters): starting a run with a key already used returns that run,
+    /// so a retried step never adds a second one. One per job attempt, e.g.
+    /// `owner/repo#42:review:{lease generation}`, or the review id.
+    pub key: &'a str,
     /// The id in the run's `review::` footers, when it has one.
     pub review_id: Option<&'a str>,
     /// The repository, `owner/name`.
@@ -84,6 +96,8 @@ pub struct NewRun<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentPass {
     /// Which pass: `architecture`, `detailed`, `code-fix`, `merge-conflict`, ….
+    /// Unique within its run: recording a pass of the same name again replaces
+    /// what was recorded (a retry), keeping its place in the order.
     pub name: String,
     /// Where its transcript was saved, if it was.
     pub transcript_path: Option<String>,
@@ -121,20 +135,37 @@ pub struct Run {
     pub passes: Vec<AgentPass>,
 }
 
+// A second start with the same key touches nothing but returns the run it
+// names, with what it was started for, so the caller can tell a retry from a
+// key reused for another run.
 const START: Sql = Sql {
     sqlite: concat!(
-        "INSERT INTO runs (review_id, repository_id, pull_request, head_sha, kind, started_at) ",
-        "VALUES ($1, $2, $3, $4, $5, ",
+        "INSERT INTO runs ",
+        "(run_key, review_id, repository_id, pull_request, head_sha, kind, started_at) ",
+        "VALUES ($1, $2, $3, $4, $5, $6, ",
         sqlite_now!(),
-        ") RETURNING id"
+        ") ON CONFLICT (run_key) DO UPDATE SET run_key = excluded.run_key ",
+        "RETURNING id, review_id, repository_id, pull_request, head_sha, kind"
     ),
-    postgres: "INSERT INTO runs (review_id, repository_id, pull_request, head_sha, kind, \
-               started_at) VALUES ($1, $2, $3, $4, $5, now()) RETURNING id",
+    postgres: "INSERT INTO runs \
+               (run_key, review_id, repository_id, pull_request, head_sha, kind, started_at) \
+               VALUES ($1, $2, $3, $4, $5, $6, now()) \
+               ON CONFLICT (run_key) DO UPDATE SET run_key = excluded.run_key \
+               RETURNING id, review_id, repository_id, pull_request, head_sha, kind",
+};
+// Taken first in the transaction that adds a pass: the run must exist, and no
+// other session may number a pass of this run until the transaction ends.
+// SQLite's `BEGIN IMMEDIATE` already holds the database's write lock.
+const LOCK_RUN: Sql = Sql {
+    sqlite: "SELECT id FROM runs WHERE id = $1",
+    postgres: "SELECT id FROM runs WHERE id = $1 FOR UPDATE",
 };
 const ADD_PASS: Sql = Sql::same(
     "INSERT INTO agent_passes (run_id, ordinal, name, transcript_path, session_id, turns, cost_usd) \
      SELECT $1, COALESCE(MAX(ordinal), 0) + 1, $2, $3, $4, $5, $6 \
-     FROM agent_passes WHERE run_id = $1",
+     FROM agent_passes WHERE run_id = $1 \
+     ON CONFLICT (run_id, name) DO UPDATE SET transcript_path = excluded.transcript_path, \
+     session_id = excluded.session_id, turns = excluded.turns, cost_usd = excluded.cost_usd",
 );
 const FINISH: Sql = Sql {
     sqlite: concat!(
@@ -144,7 +175,6 @@ const FINISH: Sql = Sql {
     ),
     postgres: "UPDATE runs SET outcome = $2, finished_at = now() WHERE id = $1",
 };
-const RUN_EXISTS: Sql = Sql::same("SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)");
 /// The start of every query that [`run_from_row`] reads: a run's columns, with
 /// its repository's name.
 macro_rules! select_runs {
@@ -170,11 +200,19 @@ const PASSES: Sql = Sql::same(
 
 impl Store {
     /// Records the start of a run, now, and returns its id.
+    ///
+    /// Idempotent: if a run with `run.key` exists, returns its id and changes
+    /// nothing. A key already used for a different run (another repository,
+    /// pull request, commit, kind or review id) is an
+    /// [`StoreError::InvalidInput`].
     pub async fn start_run(&self, run: &NewRun<'_>) -> Result<RunId, StoreError> {
         let pull_request = to_database_integer(run.pull_request, "pull request number")?;
+        check_name("run key", run.key)?;
         let repository_id = self.repository_id(run.repository).await?;
-        let id: i64 = dispatch!(&self.backend, pool => {
-            sqlx::query_scalar(pool.pick(&START))
+        let operation = "recording the start of a run";
+        let (id, started): (i64, Started) = dispatch!(&self.backend, pool => {
+            let row = sqlx::query(pool.pick(&START))
+                .bind(run.key)
                 .bind(run.review_id)
                 .bind(repository_id)
                 .bind(pull_request)
@@ -182,27 +220,76 @@ impl Store {
                 .bind(run.kind.as_str())
                 .fetch_one(pool)
                 .await
-                .map_err(self.query_error("recording the start of a run"))?
+                .map_err(self.query_error(operation))?;
+            (|| -> Result<_, sqlx::Error> {
+                Ok((
+                    row.try_get(0)?,
+                    Started {
+                        review_id: row.try_get(1)?,
+                        repository_id: row.try_get(2)?,
+                        pull_request: row.try_get(3)?,
+                        head_sha: row.try_get(4)?,
+                        kind: row.try_get(5)?,
+                    },
+                ))
+            })()
+            .map_err(self.query_error(operation))?
         });
+        let asked = Started {
+            review_id: run.review_id.map(str::to_owned),
+            repository_id,
+            pull_request,
+            head_sha: run.head_sha.to_owned(),
+            kind: run.kind.as_str().to_owned(),
+        };
+        if started != asked {
+            return Err(StoreError::invalid(
+                "run key",
+                format!(
+                    "{:?} already names run {id}, started for another pull request, \
+                     commit, kind or review id; give each run a key of its own",
+                    run.key
+                ),
+            ));
+        }
         Ok(RunId(id))
     }
 
-    /// Adds an agent pass to a run, after those already recorded.
+    /// Records an agent pass of a run: after those already recorded, or in
+    /// place of the pass of the same name (a retry records nothing new).
+    /// Safe to call from several sessions at once.
     pub async fn record_agent_pass(&self, run: RunId, pass: &AgentPass) -> Result<(), StoreError> {
-        self.require_run(run).await?;
-        dispatch!(&self.backend, pool => {
-            sqlx::query(pool.pick(&ADD_PASS))
-                .bind(run.0)
-                .bind(&pass.name)
-                .bind(pass.transcript_path.as_deref())
-                .bind(pass.session_id.as_deref())
-                .bind(pass.turns.map(i64::from))
-                .bind(pass.cost_usd)
-                .execute(pool)
+        let operation = "recording an agent pass";
+        let found = dispatch!(&self.backend, pool => {
+            let mut transaction = pool
+                .begin_with(pool.begin_statement())
                 .await
-                .map_err(self.query_error("recording an agent pass"))?;
+                .map_err(self.query_error(operation))?;
+            let found: Option<i64> = sqlx::query_scalar(pool.pick(&LOCK_RUN))
+                .bind(run.0)
+                .fetch_optional(&mut *transaction)
+                .await
+                .map_err(self.query_error(operation))?;
+            if found.is_some() {
+                sqlx::query(pool.pick(&ADD_PASS))
+                    .bind(run.0)
+                    .bind(&pass.name)
+                    .bind(pass.transcript_path.as_deref())
+                    .bind(pass.session_id.as_deref())
+                    .bind(pass.turns.map(i64::from))
+                    .bind(pass.cost_usd)
+                    .execute(&mut *transaction)
+                    .await
+                    .map_err(self.query_error(operation))?;
+            }
+            transaction.commit().await.map_err(self.query_error(operation))?;
+            found.is_some()
         });
-        Ok(())
+        if found {
+            Ok(())
+        } else {
+            Err(self.unknown_run(run))
+        }
     }
 
     /// Records how a run ended, now. Finishing a run again replaces its outcome.
@@ -318,27 +405,23 @@ impl Store {
         Ok(run)
     }
 
-    async fn require_run(&self, run: RunId) -> Result<(), StoreError> {
-        let exists: bool = dispatch!(&self.backend, pool => {
-            sqlx::query_scalar(pool.pick(&RUN_EXISTS))
-                .bind(run.0)
-                .fetch_one(pool)
-                .await
-                .map_err(self.query_error("looking up a run"))?
-        });
-        if exists {
-            Ok(())
-        } else {
-            Err(self.unknown_run(run))
-        }
-    }
-
     fn unknown_run(&self, run: RunId) -> StoreError {
         StoreError::UnknownRun {
             run_id: run.0,
             location: self.location().clone(),
         }
     }
+}
+
+/// What a run was started for, as stored, to tell a retried start from a key
+/// reused for another run.
+#[derive(Debug, PartialEq, Eq)]
+struct Started {
+    review_id: Option<String>,
+    repository_id: i64,
+    pull_request: i64,
+    head_sha: String,
+    kind: String,
 }
 
 /// A run from a row of [`select_runs!`] (passes left empty).

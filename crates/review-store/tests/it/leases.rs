@@ -12,6 +12,9 @@ both!(
     a_live_lease_excludes_other_holders,
     the_same_holder_may_claim_again,
     a_released_lease_can_be_claimed_at_once,
+    a_late_heartbeat_does_not_revive_a_released_lease,
+    a_lapsed_lease_is_not_renewed_even_when_nobody_took_it,
+    holders_learn_their_remaining_time_from_the_database,
     an_expired_lease_is_taken_over_and_fences_the_old_holder,
     expiry_is_measured_by_the_database_clock,
     invalid_holders_and_durations_are_rejected,
@@ -103,6 +106,67 @@ async fn a_released_lease_can_be_claimed_at_once(database: TestDatabase) {
             .unwrap(),
         None
     );
+}
+
+/// Issue 19, item 7: A claims, releases, then a heartbeat scheduled before the
+/// release arrives late. It must not renew the lease, or B finds the pull
+/// request held by a holder that stopped working on it.
+async fn a_late_heartbeat_does_not_revive_a_released_lease(database: TestDatabase) {
+    let store = database.open().await;
+    let lease = store
+        .claim("o/r", 6, JobKind::Review, "replica-a", HOUR)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.release(&lease).await.unwrap());
+    assert_eq!(store.renew(&lease, HOUR).await.unwrap(), None);
+    assert!(store.active_leases().await.unwrap().is_empty());
+    let taken = store
+        .claim("o/r", 6, JobKind::Review, "replica-b", HOUR)
+        .await
+        .unwrap()
+        .expect("a released lease stays free after a late heartbeat");
+    assert_eq!(taken.holder, "replica-b");
+    // Releasing twice is not "still held" either.
+    assert!(!store.release(&lease).await.unwrap());
+}
+
+async fn a_lapsed_lease_is_not_renewed_even_when_nobody_took_it(database: TestDatabase) {
+    let store = database.open().await;
+    // A zero-length lease has lapsed as soon as it is granted.
+    let lapsed = store
+        .claim("o/r", 9, JobKind::Write, "replica-a", Duration::ZERO)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lapsed.remaining, Duration::ZERO);
+    assert_eq!(store.renew(&lapsed, HOUR).await.unwrap(), None);
+    assert!(!store.release(&lapsed).await.unwrap());
+    assert!(store.active_leases().await.unwrap().is_empty());
+    // The holder must claim again, which fences the lapsed handle.
+    let again = store
+        .claim("o/r", 9, JobKind::Write, "replica-a", HOUR)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.generation, lapsed.generation + 1);
+}
+
+async fn holders_learn_their_remaining_time_from_the_database(database: TestDatabase) {
+    let store = database.open().await;
+    let ttl = Duration::from_micros(3_600_000_321);
+    let lease = store
+        .claim("o/r", 10, JobKind::Ci, "replica-a", ttl)
+        .await
+        .unwrap()
+        .unwrap();
+    // Expiry and "now" come from one reading of the database's clock.
+    assert_eq!(lease.remaining, ttl);
+    let renewed = store.renew(&lease, ttl).await.unwrap().unwrap();
+    assert_eq!(renewed.remaining, ttl);
+    let listed = store.active_leases().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].remaining <= ttl && listed[0].remaining > Duration::ZERO);
 }
 
 async fn an_expired_lease_is_taken_over_and_fences_the_old_holder(database: TestDatabase) {

@@ -8,6 +8,9 @@ both!(
     a_run_records_its_passes_and_outcome,
     runs_are_listed_per_pull_request_and_by_recency,
     unknown_runs_are_errors,
+    starting_a_run_again_returns_the_same_run,
+    recording_a_pass_again_updates_it_in_place,
+    two_sessions_record_passes_of_one_run_at_once,
     posted_fingerprints_are_remembered_per_pull_request,
 );
 
@@ -25,6 +28,7 @@ async fn a_run_records_its_passes_and_outcome(database: TestDatabase) {
     let store = database.open().await;
     let id = store
         .start_run(&NewRun {
+            key: "octo/widgets#42:review:1",
             review_id: Some("0b1c2d3e-review"),
             repository: "octo/widgets",
             pull_request: 42,
@@ -71,15 +75,19 @@ async fn a_run_records_its_passes_and_outcome(database: TestDatabase) {
 async fn runs_are_listed_per_pull_request_and_by_recency(database: TestDatabase) {
     let store = database.open().await;
     let mut ids = Vec::new();
-    for (pull_request, kind) in [
+    for (attempt, (pull_request, kind)) in [
         (1, JobKind::Review),
         (1, JobKind::Write),
         (2, JobKind::Review),
         (1, JobKind::Ci),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         ids.push(
             store
                 .start_run(&NewRun {
+                    key: &format!("o/r#{pull_request}:{kind}:{attempt}"),
                     review_id: None,
                     repository: "o/r",
                     pull_request,
@@ -144,6 +152,117 @@ async fn unknown_runs_are_errors(database: TestDatabase) {
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::UnknownRun { .. }), "{error:?}");
+}
+
+fn new_run(key: &str) -> NewRun<'_> {
+    NewRun {
+        key,
+        review_id: Some("5d7e-review"),
+        repository: "octo/widgets",
+        pull_request: 7,
+        head_sha: "9e8d7c6b",
+        kind: JobKind::Review,
+    }
+}
+
+/// ARCHITECTURE.md: every write is idempotent. A retried start finds the run.
+async fn starting_a_run_again_returns_the_same_run(database: TestDatabase) {
+    let store = database.open().await;
+    let first = store.start_run(&new_run("job-1")).await.unwrap();
+    let again = store.start_run(&new_run("job-1")).await.unwrap();
+    assert_eq!(again, first);
+    assert_eq!(store.recent_runs(10).await.unwrap().len(), 1);
+    let other = store.start_run(&new_run("job-2")).await.unwrap();
+    assert_ne!(other, first);
+
+    // A key reused for a different run is refused, not silently merged.
+    let error = store
+        .start_run(&NewRun {
+            head_sha: "another",
+            ..new_run("job-1")
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            StoreError::InvalidInput {
+                what: "run key",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    for key in ["", "line\nbreak"] {
+        let error = store.start_run(&new_run(key)).await.unwrap_err();
+        assert!(
+            matches!(error, StoreError::InvalidInput { .. }),
+            "{error:?}"
+        );
+    }
+    assert_eq!(store.recent_runs(10).await.unwrap().len(), 2);
+}
+
+async fn recording_a_pass_again_updates_it_in_place(database: TestDatabase) {
+    let store = database.open().await;
+    let id = store.start_run(&new_run("job-1")).await.unwrap();
+    store
+        .record_agent_pass(id, &pass("architecture", 3, 0.1))
+        .await
+        .unwrap();
+    store
+        .record_agent_pass(id, &pass("detailed", 5, 0.2))
+        .await
+        .unwrap();
+    // A retry of the same record, then a later, fuller record of the first pass.
+    store
+        .record_agent_pass(id, &pass("detailed", 5, 0.2))
+        .await
+        .unwrap();
+    store
+        .record_agent_pass(id, &pass("architecture", 9, 0.3))
+        .await
+        .unwrap();
+    let run = store.run(id).await.unwrap().unwrap();
+    assert_eq!(
+        run.passes,
+        vec![pass("architecture", 9, 0.3), pass("detailed", 5, 0.2)]
+    );
+}
+
+/// Issue 19, item 8: two sessions (two pools, as two replicas or a retry racing
+/// the original) start the same run and record passes of it at the same time.
+/// With `MAX(ordinal) + 1` outside a lock, PostgreSQL answered "duplicate key".
+async fn two_sessions_record_passes_of_one_run_at_once(database: TestDatabase) {
+    const PASSES: usize = 24;
+    let stores = [database.open().await, database.open().await];
+    let starts = futures::future::join_all(
+        stores
+            .iter()
+            .map(|store| async move { store.start_run(&new_run("raced")).await.unwrap() }),
+    )
+    .await;
+    assert_eq!(starts[0], starts[1], "both sessions name the same run");
+    let id = starts[0];
+
+    // Each session records every pass: each name is recorded twice at once.
+    let records = stores.iter().flat_map(|store| {
+        (0..PASSES).map(move |index| async move {
+            store
+                .record_agent_pass(id, &pass(&format!("pass-{index}"), 1, 0.0))
+                .await
+        })
+    });
+    for result in futures::future::join_all(records).await {
+        result.unwrap();
+    }
+    let run = stores[0].run(id).await.unwrap().unwrap();
+    let mut names: Vec<String> = run.passes.into_iter().map(|pass| pass.name).collect();
+    names.sort();
+    let mut expected: Vec<String> = (0..PASSES).map(|index| format!("pass-{index}")).collect();
+    expected.sort();
+    assert_eq!(names, expected, "each pass exactly once");
+    assert_eq!(stores[0].recent_runs(10).await.unwrap().len(), 1);
 }
 
 async fn posted_fingerprints_are_remembered_per_pull_request(database: TestDatabase) {
