@@ -217,8 +217,10 @@ pub fn check_message(message: &str) -> Result<(), RequestProblem> {
     Ok(())
 }
 
-/// Checks that a path is safe to name a repository file: relative, no `..`,
-/// no backslashes or control characters (see [`normalize_path`]).
+/// Checks that a path can name a repository file: not empty, relative, no
+/// `..`, no NUL (see [`normalize_path`]). Tabs, backslashes and other bytes git
+/// can store in a name pass: whether the file is in the pull request is the
+/// anchorer's question, which also names a likely mistake.
 pub fn check_relative_path(path: &str) -> Result<(), RequestProblem> {
     normalize_path(path)
         .map(drop)
@@ -283,18 +285,29 @@ fn parse_request(text: &str) -> Result<AgentRequest, LineProblem> {
     Ok(request)
 }
 
+/// The most starting points [`recover_after_torn_write`] tries on one line.
+/// Each try parses at most the rest of the line, so recovery is linear in the
+/// line's length; a line glued from more torn writes than this is reported.
+const MAX_RECOVERY_ATTEMPTS: usize = 8;
+
 /// A writer that dies mid-write leaves a line without its newline; the next
 /// writer's complete line is then appended to it. Look for a request that
-/// starts at a later `{` and runs to the end of the line.
+/// starts at a later `{"type"` (every line our writer writes starts so, and a
+/// torn prefix cannot hold one elsewhere: quotes inside its strings are
+/// escaped) and runs to the end of the line.
+///
+/// Linear in the line's length: the candidates are found in one pass, the
+/// line is checked for UTF-8 once (a torn prefix may end inside a character,
+/// so only what follows the last invalid byte is searched), and at most
+/// [`MAX_RECOVERY_ATTEMPTS`] parses are tried. A line of a million `{` has no
+/// candidate at all.
 fn recover_after_torn_write(bytes: &[u8]) -> Option<ParsedLine> {
-    bytes
-        .iter()
-        .enumerate()
-        .skip(1)
-        .filter(|&(_, &byte)| byte == b'{')
-        .find_map(|(start, _)| {
-            let text = std::str::from_utf8(&bytes[start..]).ok()?;
-            parse_request(text)
+    let valid_from = start_of_valid_utf8_suffix(bytes);
+    let text = std::str::from_utf8(&bytes[valid_from..]).ok()?;
+    recovery_candidates(bytes, valid_from.max(1))
+        .take(MAX_RECOVERY_ATTEMPTS)
+        .find_map(|start| {
+            parse_request(&text[start - valid_from..])
                 .ok()
                 .map(|request| ParsedLine::TornThenRequest {
                     torn_bytes: start,
@@ -303,9 +316,67 @@ fn recover_after_torn_write(bytes: &[u8]) -> Option<ParsedLine> {
         })
 }
 
+/// Where a request may start at or after `from`: a `{` followed (after JSON
+/// white space) by `"type"`. Each white-space run is skipped from the `{`
+/// just before it, so the whole scan is linear.
+fn recovery_candidates(bytes: &[u8], from: usize) -> impl Iterator<Item = usize> + '_ {
+    (from..bytes.len()).filter(move |&start| {
+        bytes[start] == b'{'
+            && bytes[start + 1..]
+                .iter()
+                .position(|byte| !matches!(byte, b' ' | b'\t' | b'\r'))
+                .is_some_and(|offset| bytes[start + 1 + offset..].starts_with(b"\"type\""))
+    })
+}
+
+/// The offset after the last byte that is not part of valid UTF-8 (0 when the
+/// whole of `bytes` is valid).
+fn start_of_valid_utf8_suffix(bytes: &[u8]) -> usize {
+    let mut offset = 0;
+    let mut valid_from = 0;
+    for chunk in bytes.utf8_chunks() {
+        offset += chunk.valid().len() + chunk.invalid().len();
+        if !chunk.invalid().is_empty() {
+            valid_from = offset;
+        }
+    }
+    valid_from
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn torn_line_recovery_is_linear() {
+        // Issue 19, item 10: a line of a million `{` was parsed from every one
+        // of them (11.6 s); none of them starts a request.
+        let braces = vec![b'{'; 1 << 20];
+        assert_eq!(recovery_candidates(&braces, 1).count(), 0);
+        assert!(matches!(parse_line(&braces), ParsedLine::Corrupt(_)));
+        // Many torn writes glued together: at most MAX_RECOVERY_ATTEMPTS parses.
+        let glued = r#"{"type":"general","mes"#.repeat(1 << 15);
+        assert!(recovery_candidates(glued.as_bytes(), 1).count() > MAX_RECOVERY_ATTEMPTS);
+        assert!(matches!(
+            parse_line(glued.as_bytes()),
+            ParsedLine::Corrupt(_)
+        ));
+        // A torn write cut inside a character, then a complete request.
+        let mut line = "{\"type\":\"general\",\"message\":\"caf"
+            .as_bytes()
+            .to_vec();
+        line.push(0xC3);
+        line.extend_from_slice(br#"{ "type":"general","message":"kept"}"#);
+        assert_eq!(
+            parse_line(&line),
+            ParsedLine::TornThenRequest {
+                torn_bytes: 33,
+                request: AgentRequest::General(GeneralComment {
+                    message: "kept".into()
+                }),
+            }
+        );
+    }
 
     fn inline(path: &str, line: u32) -> InlineComment {
         InlineComment {
@@ -451,15 +522,7 @@ mod tests {
             overconfident.check(),
             Err(RequestProblem::ConfidenceOutOfRange(101))
         );
-        for bad in [
-            "/etc/passwd",
-            "../x",
-            "a/../b",
-            "a\u{0}b",
-            "a\\b",
-            "C:/x",
-            "",
-        ] {
+        for bad in ["/etc/passwd", "../x", "a/../b", "a\u{0}b", ""] {
             assert!(
                 matches!(
                     check_relative_path(bad),
@@ -470,5 +533,9 @@ mod tests {
         }
         assert!(check_relative_path("src/lib.rs").is_ok());
         assert!(check_relative_path("a..b/c").is_ok());
+        // Names git can store, however odd, are checked against the diff instead.
+        for odd in ["tab\there.txt", "a\\b", "C:/x", "new\nline"] {
+            assert!(check_relative_path(odd).is_ok(), "{odd:?}");
+        }
     }
 }

@@ -16,13 +16,15 @@
 //! UUID (any case) that is not followed by another identifier character. Anything
 //! else — a truncated UUID, trailing garbage — is ignored, never guessed at.
 //!
-//! Untrusted text that ends up in a bot comment (an agent's finding, a PR title)
-//! goes through [`defuse`] first, so it cannot plant tags that would be counted as
-//! the bot's own.
+//! Untrusted text that ends up in a bot comment (an agent's finding, a file path,
+//! a PR title) goes through [`defuse`] first, so it cannot plant tags that would
+//! be counted as the bot's own, nor reorder what a reader sees with
+//! bidirectional controls.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fmt;
+use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -194,14 +196,51 @@ where
     bodies.into_iter().flat_map(review_ids).collect()
 }
 
-/// Breaks every `review::`/`thread::` tag in untrusted text by putting a zero-width
-/// space between the colons, so that text copied into a bot comment (an agent's
-/// finding, a PR title) cannot plant ids. The text reads the same when rendered.
+/// Makes untrusted text safe to put in a bot comment: every `review::`/`thread::`
+/// tag is broken by a zero-width space between the colons, so that text copied
+/// into a bot comment (an agent's finding, a file path, a PR title) cannot plant
+/// ids; and every bidirectional control character (U+202E and its kin, see
+/// [`is_bidi_control`]) is shown as `<U+202E>`, so it cannot reorder what a
+/// reader sees (a path `txt.exe` that displays as `exe.txt`). The text otherwise
+/// reads the same when rendered. Every text from outside goes through here,
+/// directly or through `payload`'s markdown helpers; applying it twice changes
+/// nothing more.
 pub fn defuse(text: &str) -> Cow<'_, str> {
     static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)(review|thread):(:)").expect("the prefix pattern is valid")
     });
-    PREFIX.replace_all(text, "$1:\u{200B}$2")
+    let shown = show_code_points(text, is_bidi_control);
+    if !PREFIX.is_match(&shown) {
+        return shown;
+    }
+    Cow::Owned(PREFIX.replace_all(&shown, "$1:\u{200B}$2").into_owned())
+}
+
+/// `text` with every character `hidden` selects shown as its code point
+/// (`<U+202E>`); borrowed when there is none.
+pub(crate) fn show_code_points(text: &str, hidden: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&hidden) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for character in text.chars() {
+        if hidden(character) {
+            let _ = write!(shown, "<U+{:04X}>", u32::from(character));
+        } else {
+            shown.push(character);
+        }
+    }
+    Cow::Owned(shown)
+}
+
+/// Whether `character` is a bidirectional formatting control: the embeddings
+/// and overrides U+202A–U+202E, the isolates U+2066–U+2069, and the marks
+/// U+200E, U+200F and U+061C ("Trojan Source", CVE-2021-42574).
+pub fn is_bidi_control(character: char) -> bool {
+    matches!(
+        character,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
 }
 
 #[cfg(test)]
@@ -294,6 +333,16 @@ mod tests {
         assert!(find_tags(&defused).is_empty());
         assert_eq!(defused.replace('\u{200B}', ""), hostile);
         assert!(matches!(defuse("plain text"), Cow::Borrowed(_)));
+        assert_eq!(defuse(&defused), defused);
+    }
+
+    #[test]
+    fn bidirectional_controls_are_shown_not_obeyed() {
+        let hostile = "docs/\u{202E}dm.exe \u{2066}x\u{2069} \u{200F}";
+        let defused = defuse(hostile);
+        assert!(!defused.chars().any(is_bidi_control), "{defused}");
+        assert_eq!(defused, "docs/<U+202E>dm.exe <U+2066>x<U+2069> <U+200F>");
+        assert_eq!(defuse(&defused), defused);
     }
 
     fn arbitrary_uuid() -> impl Strategy<Value = Uuid> {

@@ -9,14 +9,16 @@
 //! `position`).
 //!
 //! Also here: the small markdown helpers every bot-written body uses, so that
-//! untrusted text cannot break out of a code block or a code span.
+//! untrusted text cannot break out of a code block or a code span, plant a
+//! `review::`/`thread::` id or hide behind bidirectional controls (they
+//! [`defuse`](crate::footer::defuse) what they wrap).
 
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
 use crate::anchor::{CommentLocation, Side, Verdict};
-use crate::footer::{Footer, own_footer};
+use crate::footer::{Footer, defuse, own_footer, show_code_points};
 
 /// A create-review request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -290,9 +292,12 @@ pub fn single_line(text: &str) -> String {
         .collect()
 }
 
-/// A markdown code span that shows `text` verbatim, whatever backticks it holds.
+/// A markdown code span that shows untrusted `text` (a file path, a command)
+/// verbatim, whatever backticks it holds. Control characters (a tab or a
+/// newline in a file name) are shown as `<U+0009>`, and the text is
+/// [`defuse`]d: no `review::`/`thread::` tag, no bidirectional control.
 pub fn inline_code(text: &str) -> String {
-    let text = single_line(text);
+    let text = defuse(&show_code_points(text, char::is_control)).into_owned();
     let fence = "`".repeat(longest_backtick_run(&text) + 1);
     let pad = if text.starts_with('`') || text.ends_with('`') || text.is_empty() {
         " "
@@ -302,9 +307,12 @@ pub fn inline_code(text: &str) -> String {
     format!("{fence}{pad}{text}{pad}{fence}")
 }
 
-/// A fenced code block that shows `text` verbatim, whatever fences it holds.
-/// `language` is used only when it is a short alphanumeric tag.
+/// A fenced code block that shows untrusted `text` verbatim, whatever fences
+/// it holds, [`defuse`]d. `language` is used only when it is a short
+/// alphanumeric tag.
 pub fn code_block(text: &str, language: Option<&str>) -> String {
+    let text = defuse(text);
+    let text = text.as_ref();
     let fence = "`".repeat((longest_backtick_run(text) + 1).max(3));
     let language = language
         .filter(|tag| {
@@ -371,7 +379,14 @@ mod tests {
     fn code_cannot_break_out() {
         assert_eq!(inline_code("a`b"), "``a`b``");
         assert_eq!(inline_code("`x`"), "`` `x` ``");
-        assert_eq!(inline_code("a\nb"), "`a b`");
+        assert_eq!(inline_code("a\nb"), "`a<U+000A>b`");
+        assert_eq!(inline_code("tab\there.txt"), "`tab<U+0009>here.txt`");
+        assert_eq!(
+            inline_code("docs/review::0f8fad5b-d9cb-469f-a165-70867728950e.md"),
+            "`docs/review:\u{200B}:0f8fad5b-d9cb-469f-a165-70867728950e.md`"
+        );
+        assert_eq!(inline_code("a\u{202E}b"), "`a<U+202E>b`");
+        assert!(code_block("thread::x \u{2066}", None).contains("thread:\u{200B}:x <U+2066>"));
         assert_eq!(
             code_block("x\n```\ny\n", Some("ts")),
             "````ts\nx\n```\ny\n````"

@@ -21,10 +21,14 @@
 //!   commentable and cannot be moved: farther than 3 lines from every hunk, or
 //!   within 3 lines of two hunks (ambiguous), or a file side with no lines at
 //!   all (binary files, omitted content, a deleted file's RIGHT side, a new
-//!   file's LEFT side, mode-only changes, pure renames), or line 0.
+//!   file's LEFT side, mode-only changes, pure renames, a name two files share
+//!   once their non-UTF-8 bytes are replaced), or line 0.
 //! - **`not_in_pr`** — after [`normalize_path`] (which strips `./`), the path is
-//!   not a file of the pull request, or it is unsafe (absolute, `..`,
-//!   backslashes, control characters).
+//!   not a file of the pull request, or it is unusable (empty, absolute, `..`,
+//!   NUL). A miss whose path holds a control character, a backslash or a drive
+//!   letter says so ([`path_mistake`]); a file of the pull request whose real
+//!   name holds them (git can store any byte but NUL and `/` in a name) anchors
+//!   like any other.
 //!
 //! `outside_diff` and `not_in_pr` comments are never dropped: the review body
 //! lists them ("Outside the diff"). Every verdict that is not inline carries a
@@ -63,7 +67,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diff::{ChangeKind, FileDiff, LineRange, PullRequestDiff};
 
-pub use path::{PathProblem, normalize_path};
+pub use path::{PathProblem, normalize_path, path_mistake};
 
 /// How far (in lines) from a hunk a comment may be and still be moved onto it.
 pub const MOVE_DISTANCE: u32 = 3;
@@ -258,6 +262,9 @@ pub enum NoLinesCause {
     /// The hunks have no lines on that side (only additions, or only
     /// removals).
     NoLinesOnSide,
+    /// Two files of the pull request have this name once bytes that are not
+    /// UTF-8 are replaced with U+FFFD: a comment cannot say which one it means.
+    AmbiguousName,
 }
 
 impl fmt::Display for OutsideDiffReason {
@@ -287,6 +294,12 @@ impl fmt::Display for OutsideDiffReason {
                     formatter,
                     "the file's content did not change (mode change, pure rename or empty file): \
                      it has no lines to comment on"
+                ),
+                NoLinesCause::AmbiguousName => write!(
+                    formatter,
+                    "two files of the pull request have this name once their bytes that are not \
+                     UTF-8 are shown as U+FFFD, so a comment cannot say which one it means; the \
+                     finding is listed in the review body"
                 ),
                 NoLinesCause::NoLinesOnSide => {
                     let other = match side {
@@ -386,7 +399,7 @@ pub fn anchor(diff: &PullRequestDiff, location: &CommentLocation) -> Verdict {
         let cause = diff
             .file(&path)
             .map_or(NoLinesCause::NoContentChange, |file| {
-                no_lines_cause(file, side)
+                no_lines_cause(diff, file, side)
             });
         return Verdict::OutsideDiff {
             reason: OutsideDiffReason::NoCommentableLines { side, cause },
@@ -505,14 +518,19 @@ fn file_ranges<'d>(
                 path: file.path.clone(),
                 change: file.change,
             },
-            None => NotInPrReason::NotChanged { path },
+            None => match path_mistake(&path) {
+                Some(problem) => NotInPrReason::UnsafePath(problem),
+                None => NotInPrReason::NotChanged { path },
+            },
         }),
     }
 }
 
 /// Why `file` has no commentable lines on `side`.
-fn no_lines_cause(file: &FileDiff, side: Side) -> NoLinesCause {
-    if file.binary {
+fn no_lines_cause(diff: &PullRequestDiff, file: &FileDiff, side: Side) -> NoLinesCause {
+    if diff.is_ambiguous(&file.path) {
+        NoLinesCause::AmbiguousName
+    } else if file.binary {
         NoLinesCause::Binary
     } else if file.content_omitted {
         NoLinesCause::ContentOmitted

@@ -1,6 +1,7 @@
 //! The path normaliser: turns the path an agent or a findings file gives for a
 //! comment into the repository-relative path GitHub names the file by, or says
-//! why it is unsafe.
+//! why it is unusable; and, for a path that names no file of the pull request,
+//! what was probably wrong with it.
 
 use thiserror::Error;
 
@@ -13,16 +14,18 @@ pub enum PathProblem {
         "the path is empty; give the file's path relative to the repository root, like `src/main.rs`"
     )]
     Empty,
-    /// The path is absolute (`/…`, or a Windows drive such as `C:`).
+    /// The path is absolute (`/…`; or, as a likely mistake, a Windows drive
+    /// such as `C:`).
     #[error("the path is absolute; give it relative to the repository root, like `src/main.rs`")]
     Absolute,
     /// The path has a `..` segment.
     #[error("the path has a `..` segment; give it relative to the repository root without `..`")]
     ParentSegment,
-    /// The path has a backslash.
+    /// The path has a backslash (a likely mistake when no file has it).
     #[error("the path has a backslash; separate directories with `/`")]
     Backslash,
-    /// The path has a NUL or another control character.
+    /// The path has a NUL (never in a git path), or another control
+    /// character (a likely mistake when no file has it).
     #[error(
         "the path has a control character (U+{code_point:04X}) at byte {byte}; give the path as plain text"
     )]
@@ -35,34 +38,31 @@ pub enum PathProblem {
 }
 
 /// Normalises a comment's path: strips `./` segments (leading or inner) and
-/// empty segments (`a//b`, a trailing `/`), and rejects paths that are
-/// absolute, climb with `..`, use backslashes, or hold NUL or other control
-/// characters (C0, DEL, C1).
+/// empty segments (`a//b`, a trailing `/`), and rejects what cannot name a
+/// file of a git repository: an empty path, an absolute one (`/…`), one that
+/// climbs with `..`, or one holding NUL.
 ///
-/// Unicode is kept as given (no NFC/NFD folding): git and GitHub compare path
-/// bytes.
+/// Everything else git can store is kept as given — tabs, newlines and other
+/// control characters, backslashes, `C:` — because git writes such names
+/// (C-quoted) in its diffs and a comment on such a file must anchor. Whether a
+/// path that is *not* a file of the pull request looks like a mistake is
+/// [`path_mistake`]'s question. Unicode is kept as given (no NFC/NFD folding):
+/// git and GitHub compare path bytes.
 ///
 /// ```
 /// use review_core::anchor::{normalize_path, PathProblem};
 /// assert_eq!(normalize_path("./src//lib.rs").unwrap(), "src/lib.rs");
+/// assert_eq!(normalize_path("tab\there.txt").unwrap(), "tab\there.txt");
 /// assert_eq!(normalize_path("../etc/passwd"), Err(PathProblem::ParentSegment));
 /// ```
 pub fn normalize_path(raw: &str) -> Result<String, PathProblem> {
-    if let Some((byte, character)) = raw
-        .char_indices()
-        .find(|(_, character)| character.is_control())
-    {
+    if let Some(byte) = raw.find('\0') {
         return Err(PathProblem::ControlCharacter {
-            code_point: u32::from(character),
+            code_point: 0,
             byte,
         });
     }
-    if raw.contains('\\') {
-        return Err(PathProblem::Backslash);
-    }
-    let bytes = raw.as_bytes();
-    let windows_drive = bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':';
-    if raw.starts_with('/') || windows_drive {
+    if raw.starts_with('/') {
         return Err(PathProblem::Absolute);
     }
     let mut normalized = String::with_capacity(raw.len());
@@ -82,6 +82,29 @@ pub fn normalize_path(raw: &str) -> Result<String, PathProblem> {
         return Err(PathProblem::Empty);
     }
     Ok(normalized)
+}
+
+/// Why a path that names no file of the pull request was probably written
+/// wrong: a control character (a newline pasted in), a backslash (a Windows
+/// separator) or a drive letter (`C:`). `None` when it looks like a plain
+/// path. Used only to explain a miss: a file of the pull request whose real
+/// name holds such characters is still found by [`normalize_path`]'s result.
+pub fn path_mistake(path: &str) -> Option<PathProblem> {
+    if let Some((byte, character)) = path
+        .char_indices()
+        .find(|(_, character)| character.is_control())
+    {
+        return Some(PathProblem::ControlCharacter {
+            code_point: u32::from(character),
+            byte,
+        });
+    }
+    if path.contains('\\') {
+        return Some(PathProblem::Backslash);
+    }
+    let bytes = path.as_bytes();
+    (bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':')
+        .then_some(PathProblem::Absolute)
 }
 
 #[cfg(test)]
@@ -104,10 +127,8 @@ mod tests {
         assert_eq!(normalize_path(""), Err(PathProblem::Empty));
         assert_eq!(normalize_path("./"), Err(PathProblem::Empty));
         assert_eq!(normalize_path("/etc/passwd"), Err(PathProblem::Absolute));
-        assert_eq!(normalize_path("C:/x"), Err(PathProblem::Absolute));
         assert_eq!(normalize_path("a/../../b"), Err(PathProblem::ParentSegment));
         assert_eq!(normalize_path(".."), Err(PathProblem::ParentSegment));
-        assert_eq!(normalize_path("src\\main.rs"), Err(PathProblem::Backslash));
         assert_eq!(
             normalize_path("a\0b"),
             Err(PathProblem::ControlCharacter {
@@ -115,20 +136,35 @@ mod tests {
                 byte: 1
             })
         );
+    }
+
+    #[test]
+    fn every_name_git_can_store_is_kept() {
+        for name in [
+            "tab\there.txt",
+            "new\nline",
+            "back\\slash",
+            "C:/x",
+            "a\u{7f}\u{85}",
+            "q\"uote",
+            "\u{202e}txt.exe",
+        ] {
+            assert_eq!(normalize_path(name).as_deref(), Ok(name), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn mistakes_are_named_for_paths_that_miss() {
+        assert_eq!(path_mistake("src/main.rs"), None);
+        assert_eq!(path_mistake("src\\main.rs"), Some(PathProblem::Backslash));
+        assert_eq!(path_mistake("C:/x"), Some(PathProblem::Absolute));
         assert!(matches!(
-            normalize_path("a\nb"),
-            Err(PathProblem::ControlCharacter { code_point: 10, .. })
+            path_mistake("a\nb"),
+            Some(PathProblem::ControlCharacter { code_point: 10, .. })
         ));
         assert!(matches!(
-            normalize_path("a\u{7f}"),
-            Err(PathProblem::ControlCharacter {
-                code_point: 0x7f,
-                ..
-            })
-        ));
-        assert!(matches!(
-            normalize_path("a\u{85}"),
-            Err(PathProblem::ControlCharacter {
+            path_mistake("a\u{85}"),
+            Some(PathProblem::ControlCharacter {
                 code_point: 0x85,
                 ..
             })

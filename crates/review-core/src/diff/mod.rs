@@ -58,7 +58,21 @@
 //! saying to diff base against head. Text before the first file header (a
 //! commit message from `git show` or `git format-patch`) is rejected rather
 //! than skipped, so an error page or a truncated download never reads as an
-//! empty diff. Paths that are not UTF-8 are decoded lossily (U+FFFD).
+//! empty diff.
+//!
+//! ## Paths that are not UTF-8
+//!
+//! Paths are `String`s throughout (GitHub's API names files in JSON strings,
+//! which are Unicode). A name git writes with bytes that are not UTF-8 — C-quoted
+//! as octal escapes with `core.quotePath` on, raw with it off (callers read the
+//! diff with `String::from_utf8_lossy`) — becomes the same lossy name either
+//! way: each invalid sequence is U+FFFD. Such a file is in the model and its
+//! lines anchor under that name. When two files of one diff differ only in
+//! those bytes, their lossy names collide: both stay in [`PullRequestDiff::files`],
+//! the name is marked ambiguous, and a comment on it is `outside_diff`
+//! ([`NoLinesCause::AmbiguousName`](crate::anchor::NoLinesCause)) — listed in the
+//! review body rather than posted on a file we cannot tell apart, and never
+//! failing the whole diff.
 //!
 //! ## The index
 //!
@@ -99,6 +113,9 @@ pub struct PullRequestDiff {
     /// For each file (same index as `files`), the commentable line ranges of
     /// each side, sorted, so a line is found by binary search.
     commentable: Vec<SideRanges>,
+    /// Lossy paths (holding U+FFFD) that name two or more files: their bytes
+    /// differed only where they were not UTF-8, so no comment can say which.
+    ambiguous: std::collections::HashSet<String>,
 }
 
 /// The commentable ranges of one file, one sorted list per side.
@@ -165,6 +182,15 @@ impl PullRequestDiff {
                     diff.commentable[existing] = SideRanges::of(previous);
                     continue;
                 }
+                // Two names that were different bytes, made equal by lossy
+                // decoding: keep both, anchor on neither.
+                if file.path.contains(char::REPLACEMENT_CHARACTER) {
+                    diff.ambiguous.insert(file.path.clone());
+                    diff.commentable.push(SideRanges::default());
+                    diff.files.push(file);
+                    positions.push(position);
+                    continue;
+                }
                 return Err(duplicate(file.path, positions[existing], position));
             }
             diff.by_path.insert(file.path.clone(), diff.files.len());
@@ -191,6 +217,12 @@ impl PullRequestDiff {
         self.by_path.get(path).map(|&index| &self.files[index])
     }
 
+    /// Whether `path` names two files whose names differed only in bytes that
+    /// are not UTF-8 (see the module docs): comments on it cannot be inline.
+    pub fn is_ambiguous(&self, path: &str) -> bool {
+        self.ambiguous.contains(path)
+    }
+
     /// The renamed or copied file whose previous path is `previous_path`.
     pub fn file_by_previous_path(&self, previous_path: &str) -> Option<&FileDiff> {
         self.by_previous_path
@@ -212,6 +244,9 @@ impl PullRequestDiff {
     /// (`None` when the path is not a file of the diff). Used by the anchorer.
     pub(crate) fn commentable_ranges(&self, path: &str, side: Side) -> Option<&[LineRange]> {
         let index = *self.by_path.get(path)?;
+        if self.ambiguous.contains(path) {
+            return Some(&[]);
+        }
         let ranges = &self.commentable[index];
         Some(match side {
             Side::Left => &ranges.left,

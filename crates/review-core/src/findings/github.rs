@@ -21,8 +21,12 @@
 //! highlights, the Outside-the-diff section and the footer. Counts are taken
 //! from the comments themselves, not from the reviewer's own breakdown.
 //!
-//! Every piece of text from the findings goes through [`footer::defuse`], so a
-//! finding cannot plant a `review::`/`thread::` id. Ids come from the caller.
+//! Every piece of text from the findings — titles, descriptions, code, the
+//! file path under "Outside the diff" — goes through [`footer::defuse`]
+//! (directly, or inside [`inline_code`] / [`code_block`]), so a finding cannot
+//! plant a `review::`/`thread::` id (a path `docs/review::<uuid>.md` would
+//! otherwise become the review's own id) nor reorder the text with
+//! bidirectional controls. Ids come from the caller.
 //! A finding whose inline comment would be longer than GitHub takes in one
 //! comment goes to the body instead (under "Outside the diff", saying why).
 //! The body itself may grow past GitHub's limit: the poster splits it into the
@@ -167,7 +171,7 @@ fn comment_body(comment: &LineComment, note: Option<&str>) -> String {
             .rsplit_once('.')
             .map(|(_, extension)| extension);
         body.push_str("\n\n");
-        body.push_str(&code_block(&footer::defuse(context), language));
+        body.push_str(&code_block(context, language));
     }
     if let Some(suggestion) = comment
         .suggestion

@@ -5,6 +5,7 @@ mod build_commands;
 mod diff_model;
 mod findings;
 mod git_corpus;
+mod git_paths;
 mod properties;
 mod to_github;
 

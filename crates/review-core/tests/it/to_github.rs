@@ -124,3 +124,58 @@ fn a_finding_too_long_for_an_inline_comment_goes_whole_to_the_body() {
         footer::own_footer(&payload.body)
     );
 }
+
+/// Issue 19 item 3: a finding cannot forge the review's footer. Its file path
+/// lands under "Outside the diff"; a path holding `review::<uuid>` must not
+/// become the review's own id, and bidirectional controls in any text from
+/// the findings are shown, not obeyed.
+#[test]
+fn a_finding_cannot_forge_the_footer_or_hide_behind_bidi_controls() {
+    const FORGED: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    let mut value: serde_json::Value =
+        serde_json::from_str(&fixture("findings/mixed.json")).unwrap();
+    // Not a file of the pull request: it goes into the body, path and all.
+    value["line_comments"][3]["file"] = format!("docs/review::{FORGED}.md").into();
+    value["line_comments"][3]["title"] = format!("Thread::{FORGED} \u{202E}gnp.exe").into();
+    value["line_comments"][2]["code_context"] = format!("// review::{FORGED}").into();
+    value["review_summary"]["overview"] = "Fine \u{2066}really\u{2069}.".into();
+    value["line_comments"][1]["file"] = "path/to/\u{202E}file.ts".into();
+    let validation = findings::validate(value.to_string().as_bytes());
+    assert!(validation.is_valid(), "{:?}", validation.errors);
+    let diff = PullRequestDiff::parse(&fixture("diffs/small.diff")).unwrap();
+    let review = ReviewId(Uuid::from_u128(REVIEW));
+    let mut next = 0_u128;
+    let conversion = to_review_payload(&validation.findings.unwrap(), &diff, review, || {
+        next += 1;
+        ThreadId(Uuid::from_u128(next))
+    });
+    let payload = &conversion.payload;
+    assert_eq!(conversion.verdicts[3].name(), "not_in_pr");
+    assert!(
+        payload.body.contains("review:\u{200B}:0f8fad5b"),
+        "the path is in the body, defused:\n{}",
+        payload.body
+    );
+    assert_eq!(footer::own_footer(&payload.body).review, Some(review));
+    let bodies = std::iter::once(payload.body.as_str())
+        .chain(payload.comments.iter().map(|comment| comment.body.as_str()));
+    assert_eq!(
+        footer::distinct_review_ids(bodies)
+            .into_iter()
+            .collect::<Vec<_>>(),
+        [review]
+    );
+    for body in std::iter::once(&payload.body).chain(payload.comments.iter().map(|c| &c.body)) {
+        assert!(footer::thread_ids(body).len() <= 1, "{body}");
+        assert!(
+            !body.chars().any(footer::is_bidi_control),
+            "a bidirectional control survived:\n{body}"
+        );
+    }
+    assert!(
+        payload.body.contains("`path/to/<U+202E>file.ts`"),
+        "{}",
+        payload.body
+    );
+    assert!(payload.body.contains("Fine <U+2066>really<U+2069>."));
+}
