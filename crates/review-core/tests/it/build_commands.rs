@@ -156,3 +156,22 @@ fn claude_md_before_readme() {
     assert_eq!(found.source.name(), "CLAUDE.md");
     assert_eq!(found.test, ["pnpm test"]);
 }
+
+/// Issue 15 item 2: a README that builds with shell scripts gets a build gate;
+/// downloads piped into a shell in the same README are still refused.
+#[test]
+fn shell_scripts_and_literal_commands_count() {
+    expect(
+        "shell-scripts.md",
+        &["sh build.sh", "bash -e ./scripts/build-docs.sh --html"],
+        &["bash ./scripts/test.sh", "sh -c 'make test'"],
+    );
+}
+
+/// Issue 19 item 18: code that is not written in the line — command and
+/// process substitution, `eval`, downloads — is refused anywhere in a line,
+/// not only as the first word of a part; what is left is the honest commands.
+#[test]
+fn hidden_code_anywhere_in_a_line_is_refused() {
+    expect("hostile-commands.md", &["make build"], &["go test ./..."]);
+}
