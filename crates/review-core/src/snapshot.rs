@@ -6,12 +6,13 @@
 //! comments, and which of them the bot already replied to — and writes it to a
 //! JSON file. `review-bot mcp` serves that file read-only.
 //!
-//! # Format (version 1)
+//! # Format (version 2)
 //!
 //! ```json
 //! {
-//!   "version": 1,
+//!   "version": 2,
 //!   "repository": "octo/widgets",
+//!   "bot_login": "review-bot[bot]",
 //!   "pull_request": {
 //!     "number": 42, "title": "Add caching", "body": "…", "author": "alice",
 //!     "base_ref": "main", "head_ref": "feature", "base_sha": "…", "head_sha": "…"
@@ -44,19 +45,29 @@
 //! `replied` says the bot already answered that thread (or issue comment), as
 //! recorded in the store; the MCP server hides such entries unless asked.
 //!
+//! `bot_login` is the account the bot posts as: the PAT's user, or a GitHub
+//! App's bot account `{app-slug}[bot]`. Only comments written by that login
+//! carry the bot's `thread::` ids ([`PullRequestSnapshot::own_thread_id`]):
+//! anybody can paste a bot's footer into their own comment, and a reply aimed
+//! at the bot's thread must never be recorded against theirs. Without
+//! `bot_login` no comment's `thread::` id is trusted (numeric ids still work).
+//! The cycle count follows the same rule ([`review_cycles`]).
+//!
 //! Unknown fields are rejected so that a snapshot written by a newer pipeline
 //! fails loudly instead of being half understood; bump [`SNAPSHOT_VERSION`]
 //! for any change to the shape.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::anchor::Side;
 use crate::diff::{ChangeKind, ChangedFile, DiffError, PullRequestDiff};
+use crate::footer::{self, ReviewId, ThreadId};
 
-/// The snapshot format version this code writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 1;
+/// The snapshot format version this code writes and reads. Version 2 added
+/// `bot_login`.
+pub const SNAPSHOT_VERSION: u32 = 2;
 
 /// Everything the agent may read about one pull request, fetched by the pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +77,10 @@ pub struct PullRequestSnapshot {
     pub version: u32,
     /// The repository as `owner/name`.
     pub repository: String,
+    /// The login the bot posts as (`octo-reviewer`, or `review-bot[bot]` for a
+    /// GitHub App). Only its comments carry `thread::` ids; `None` trusts none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bot_login: Option<String>,
     /// The pull request's metadata.
     pub pull_request: PullRequestInfo,
     /// The pull request's unified diff (base…head), as `git diff` or GitHub's
@@ -274,6 +289,14 @@ impl PullRequestSnapshot {
                     .to_owned(),
             ));
         }
+        if let Some(login) = &self.bot_login
+            && !is_login(login)
+        {
+            return Err(SnapshotError::Inconsistent(format!(
+                "bot_login {login:?} is not a GitHub login (letters, digits and hyphens, \
+                 `[bot]` at the end for an App's bot account)"
+            )));
+        }
         if !is_owner_slash_name(&self.repository) {
             return Err(SnapshotError::Inconsistent(format!(
                 "repository {:?} is not of the form owner/name",
@@ -334,6 +357,57 @@ impl PullRequestSnapshot {
     }
 }
 
+impl PullRequestSnapshot {
+    /// Whether `user` is the bot's own login (GitHub logins compare without case).
+    pub fn written_by_bot(&self, user: &str) -> bool {
+        self.bot_login
+            .as_deref()
+            .is_some_and(|bot| is_bot_login(bot, user))
+    }
+
+    /// The `thread::` id in the own footer of a comment `user` wrote, if `user`
+    /// is the bot. A thread id in anybody else's comment is a copy (a quote, or
+    /// a forgery) and is ignored.
+    pub fn own_thread_id(&self, user: &str, body: &str) -> Option<ThreadId> {
+        if self.written_by_bot(user) {
+            footer::own_footer(body).thread
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether `user` is `bot_login` (GitHub logins compare without case).
+pub fn is_bot_login(bot_login: &str, user: &str) -> bool {
+    !bot_login.is_empty() && user.eq_ignore_ascii_case(bot_login)
+}
+
+/// The review cycles the bot has run on a pull request: the distinct
+/// `review::` ids in comments and reviews written by `bot_login`, given as
+/// `(author login, body)`. Ids in anybody else's text are copies and do not
+/// count, so nobody can push a pull request to the cycle limit (or hide a
+/// cycle) by pasting footers.
+pub fn review_cycles<'a, I>(bot_login: &str, comments: I) -> BTreeSet<ReviewId>
+where
+    I: IntoIterator<Item = (&'a str, &'a str)>,
+{
+    footer::distinct_review_ids(
+        comments
+            .into_iter()
+            .filter(|(author, _)| is_bot_login(bot_login, author))
+            .map(|(_, body)| body),
+    )
+}
+
+/// A GitHub login: letters, digits and single hyphens, at most 39
+/// characters; an App's bot account adds `[bot]`.
+fn is_login(login: &str) -> bool {
+    let name = login.strip_suffix("[bot]").unwrap_or(login);
+    !name.is_empty()
+        && name.len() <= 39
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+}
+
 impl ReviewThread {
     /// The thread's first comment, the one replies are addressed to.
     pub fn root(&self) -> &ThreadComment {
@@ -357,6 +431,7 @@ mod tests {
         PullRequestSnapshot {
             version: SNAPSHOT_VERSION,
             repository: "octo/widgets".into(),
+            bot_login: Some("review-bot[bot]".into()),
             pull_request: PullRequestInfo {
                 number: 42,
                 title: "Add caching".into(),
@@ -412,10 +487,10 @@ mod tests {
 
     #[test]
     fn a_newer_version_is_reported_as_such() {
-        let text = snapshot_text_with(|value| value["version"] = 2.into());
+        let text = snapshot_text_with(|value| value["version"] = 3.into());
         let error = PullRequestSnapshot::from_json(&text).unwrap_err();
         assert!(
-            matches!(error, SnapshotError::UnsupportedVersion { found: 2 }),
+            matches!(error, SnapshotError::UnsupportedVersion { found: 3 }),
             "{error}"
         );
     }
@@ -492,6 +567,66 @@ mod tests {
             Some(CommentLookup::Issue(comment)) if comment.user == "carol"
         ));
         assert_eq!(snapshot.find_comment(99), None);
+    }
+
+    const THREAD: &str = "0b6c3c55-8f1e-4f0e-9a8e-3c1f2a9d7e11";
+    const REVIEW: &str = "7d1e5b9a-2c4f-4e8a-b1d3-9f6a0c2e4b77";
+
+    #[test]
+    fn only_the_bots_own_comments_carry_thread_ids() {
+        let snapshot = sample();
+        let body = format!("Unused.\n\n<sub>thread::{THREAD}</sub>");
+        let id = snapshot.own_thread_id("review-bot[bot]", &body).unwrap();
+        assert_eq!(id.to_string(), THREAD);
+        // Logins compare without case, as GitHub's do.
+        assert!(snapshot.own_thread_id("Review-Bot[bot]", &body).is_some());
+        // The same footer pasted by somebody else, or a look-alike login.
+        for user in ["mallory", "review-bot", "review-bot[bot]x", ""] {
+            assert_eq!(snapshot.own_thread_id(user, &body), None, "{user}");
+        }
+        // Without a bot login, nobody's footer is trusted.
+        let unknown = PullRequestSnapshot {
+            bot_login: None,
+            ..sample()
+        };
+        assert_eq!(unknown.own_thread_id("review-bot[bot]", &body), None);
+    }
+
+    #[test]
+    fn review_cycles_count_only_the_bots_footers() {
+        let bot = format!("Review.\n\n<sub>review::{REVIEW}</sub>");
+        let forged = "Copied: review::11111111-2222-4333-8444-555555555555";
+        let cycles = review_cycles(
+            "review-bot[bot]",
+            [
+                ("review-bot[bot]", bot.as_str()),
+                ("mallory", forged),
+                ("REVIEW-BOT[BOT]", bot.as_str()),
+            ],
+        );
+        assert_eq!(
+            cycles.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [REVIEW]
+        );
+        assert!(review_cycles("", [("", bot.as_str())]).is_empty());
+    }
+
+    #[test]
+    fn a_bot_login_must_look_like_one() {
+        for login in ["octo-reviewer", "review-bot[bot]", "a"] {
+            let text = snapshot_text_with(|value| value["bot_login"] = login.into());
+            assert!(PullRequestSnapshot::from_json(&text).is_ok(), "{login}");
+        }
+        for login in ["", "[bot]", "two words", "x".repeat(40).as_str()] {
+            let text = snapshot_text_with(|value| value["bot_login"] = login.into());
+            assert!(
+                matches!(
+                    PullRequestSnapshot::from_json(&text),
+                    Err(SnapshotError::Inconsistent(_))
+                ),
+                "{login:?}"
+            );
+        }
     }
 
     fn snapshot_text_with(edit: impl FnOnce(&mut serde_json::Value)) -> String {

@@ -96,13 +96,21 @@ impl std::fmt::Display for CommentReference {
     }
 }
 
+/// The prefix of a thread id in a bot comment's footer.
+const THREAD_PREFIX: &str = "thread::";
+
 impl<'de> Deserialize<'de> for CommentReference {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = lenient::NumberOrText::deserialize(deserializer)?;
         if let lenient::NumberOrText::Text(text) = &value {
             let text = text.trim();
-            if text.len() > "thread::".len()
-                && text[.."thread::".len()].eq_ignore_ascii_case("thread::")
+            // `get`, not indexing: the agent's text may put a multi-byte
+            // character across the prefix's end, and a panic would leave the
+            // tool call unanswered.
+            if text.len() > THREAD_PREFIX.len()
+                && text
+                    .get(..THREAD_PREFIX.len())
+                    .is_some_and(|prefix| prefix.eq_ignore_ascii_case(THREAD_PREFIX))
             {
                 return Ok(Self::Thread(text.to_owned()));
             }

@@ -7,9 +7,17 @@
 //! line is kept. A missing file means the agent left no comments. The caller
 //! removes the file with [`remove_comments_file`] once it has used it; a failed
 //! removal is logged, not fatal.
+//!
+//! The file sits in a directory the agent (and the pull request's code) can
+//! write to, so it is read as hostile input: it must be a regular file, opened
+//! without following a symbolic link and without blocking on a FIFO, and the
+//! collector reads at most [`MAX_FILE_BYTES`] and [`MAX_LINES`] lines. Past
+//! either bound it fails with a clear error instead of stalling the job or
+//! exhausting memory.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader};
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
 use review_core::agent_requests::{AgentRequest, LineProblem, ParsedLine, parse_line};
@@ -18,6 +26,14 @@ use review_core::agent_requests::{AgentRequest, LineProblem, ParsedLine, parse_l
 /// [`crate::comments_file::MAX_LINE_BYTES`]; anything longer was written by
 /// something else and is skipped without being held in memory.
 pub const MAX_READ_LINE_BYTES: usize = 4 * crate::comments_file::MAX_LINE_BYTES;
+
+/// The largest comments file read: 64 lines of the longest request our writer
+/// writes. A review pass writes kilobytes.
+pub const MAX_FILE_BYTES: u64 = 64 * crate::comments_file::MAX_LINE_BYTES as u64;
+
+/// The most non-blank lines read (requests and skipped lines together); a
+/// review pass leaves tens.
+pub const MAX_LINES: usize = 10_000;
 
 /// How many bytes of a skipped line a report quotes.
 const PREVIEW_CHARS: usize = 80;
@@ -76,31 +92,66 @@ pub enum SkippedLine {
     },
 }
 
-/// The comments file could not be read (it exists but is unreadable).
+/// The comments file could not be used; nothing from it was collected.
 #[derive(Debug, thiserror::Error)]
-#[error("could not read the comments file {path}: {source}; the agent's comments are still in it")]
+#[error("could not collect the agent's requests from the comments file {path}: {problem}")]
 pub struct CollectError {
     /// The comments file.
     pub path: PathBuf,
-    /// What the system said.
+    /// What was wrong.
     #[source]
-    pub source: io::Error,
+    pub problem: ReadError,
+}
+
+/// Why a comments file (or stream) could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The system refused or failed; the agent's comments are still in the file.
+    #[error("{0}; the agent's comments are still in it")]
+    Io(#[from] io::Error),
+    /// A symbolic link, FIFO, device, socket or directory: our MCP server only
+    /// ever creates a regular file, so something else put this there.
+    #[error(
+        "it is {kind}, not a regular file; review-bot's MCP server only writes a regular file, \
+         so something else (the agent's commands, or the pull request's code) replaced it; \
+         nothing in it was used"
+    )]
+    NotRegularFile {
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// Larger than [`MAX_FILE_BYTES`].
+    #[error(
+        "it holds more than {MAX_FILE_BYTES} bytes, far more than an agent pass writes; \
+         nothing in it was used (look at what wrote it)"
+    )]
+    TooLarge,
+    /// More than [`MAX_LINES`] non-blank lines.
+    #[error(
+        "it holds more than {MAX_LINES} requests, far more than an agent pass writes; \
+         nothing in it was used (look at what wrote it)"
+    )]
+    TooManyLines,
 }
 
 /// Reads a comments file. A missing file is an empty collection. Each
 /// skipped line is also logged as a warning with its line number.
+///
+/// The file is opened with `O_NOFOLLOW | O_NONBLOCK` and must then be a
+/// regular file: a symbolic link (to `/dev/zero`, or another user's file) or a
+/// FIFO (which would block forever) is refused with [`ReadError::NotRegularFile`].
 pub fn collect(path: &Path) -> Result<Collection, CollectError> {
-    let error = |source| CollectError {
+    let error = |problem| CollectError {
         path: path.to_owned(),
-        source,
+        problem,
     };
-    let file = match File::open(path) {
+    let file = match open_regular_file(path) {
         Ok(file) => file,
-        Err(source) if source.kind() == io::ErrorKind::NotFound => {
+        Err(ReadError::Io(source)) if source.kind() == io::ErrorKind::NotFound => {
             tracing::info!(path = %path.display(), "no comments file: the agent left no comments");
             return Ok(Collection::default());
         }
-        Err(source) => return Err(error(source)),
+        Err(problem) => return Err(error(problem)),
     };
     let collection = read_requests(BufReader::new(file)).map_err(error)?;
     for report in &collection.reports {
@@ -115,13 +166,62 @@ pub fn collect(path: &Path) -> Result<Collection, CollectError> {
     Ok(collection)
 }
 
-/// Reads requests from any line-oriented source; see [`collect`].
-pub fn read_requests(mut reader: impl BufRead) -> io::Result<Collection> {
+/// Opens `path` for reading if it is a regular file, without following a
+/// symbolic link in its last component and without blocking on a FIFO.
+fn open_regular_file(path: &Path) -> Result<File, ReadError> {
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(file) => file,
+        // O_NOFOLLOW on a symbolic link fails with ELOOP.
+        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(ReadError::NotRegularFile {
+                kind: "a symbolic link",
+            });
+        }
+        Err(error) => return Err(ReadError::Io(error)),
+    };
+    let file_type = file.metadata()?.file_type();
+    if file_type.is_file() {
+        return Ok(file);
+    }
+    let kind = if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_char_device() || file_type.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
+    };
+    Err(ReadError::NotRegularFile { kind })
+}
+
+/// Reads requests from any line-oriented source; see [`collect`]. At most
+/// [`MAX_FILE_BYTES`] bytes and [`MAX_LINES`] non-blank lines are read; more
+/// is an error.
+pub fn read_requests(reader: impl BufRead) -> Result<Collection, ReadError> {
+    // One byte past the bound, to tell "exactly the bound" from "more".
+    let mut reader = reader.take(MAX_FILE_BYTES + 1);
     let mut collection = Collection::default();
     let mut line = Vec::new();
     let mut line_number = 0;
+    let mut non_blank = 0;
     while let Some(length) = read_bounded_line(&mut reader, &mut line)? {
+        if reader.limit() == 0 {
+            return Err(ReadError::TooLarge);
+        }
         line_number += 1;
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            non_blank += 1;
+            if non_blank > MAX_LINES {
+                return Err(ReadError::TooManyLines);
+            }
+        }
         if length > MAX_READ_LINE_BYTES {
             collection.reports.push(LineReport {
                 line_number,
@@ -302,6 +402,91 @@ mod tests {
         // A directory cannot be removed as a file: logged, not fatal.
         remove_comments_file(directory.path());
         assert!(directory.path().exists());
+    }
+
+    /// Issue 19, item 10: the agent's commands can replace the comments file.
+    /// A link to `/dev/zero` never ended, a FIFO blocked forever, a link to
+    /// another file was read as ours: each is now refused at once.
+    #[test]
+    fn only_a_regular_file_is_read_and_links_are_not_followed() {
+        let directory = tempfile::tempdir().unwrap();
+        let real = directory.path().join("elsewhere.jsonl");
+        std::fs::write(&real, "{\"type\":\"general\",\"message\":\"planted\"}\n").unwrap();
+        for (name, target) in [
+            ("to-file.jsonl", real.as_path()),
+            ("to-zero.jsonl", Path::new("/dev/zero")),
+        ] {
+            let link = directory.path().join(name);
+            std::os::unix::fs::symlink(target, &link).unwrap();
+            let error = collect(&link).unwrap_err();
+            assert!(
+                matches!(
+                    error.problem,
+                    ReadError::NotRegularFile {
+                        kind: "a symbolic link"
+                    }
+                ),
+                "{error}"
+            );
+            assert!(
+                error.to_string().contains(&link.display().to_string()),
+                "{error}"
+            );
+        }
+        let fifo = directory.path().join("fifo.jsonl");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let error = collect(&fifo).unwrap_err();
+        assert!(
+            matches!(error.problem, ReadError::NotRegularFile { kind: "a FIFO" }),
+            "{error}"
+        );
+        let error = collect(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            matches!(
+                error.problem,
+                ReadError::NotRegularFile { kind: "a device" }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_file_past_the_bounds_is_an_error_not_a_stall() {
+        let line = "{\"type\":\"general\",\"message\":\"x\"}\n";
+        let many = line.repeat(MAX_LINES);
+        assert_eq!(
+            read_requests(many.as_bytes()).unwrap().requests.len(),
+            MAX_LINES
+        );
+        // Blank lines do not count.
+        let padded = format!("{many}\n\n \n");
+        assert_eq!(
+            read_requests(padded.as_bytes()).unwrap().requests.len(),
+            MAX_LINES
+        );
+        let too_many = format!("{many}not json\n");
+        let error = read_requests(too_many.as_bytes()).unwrap_err();
+        assert!(matches!(error, ReadError::TooManyLines), "{error}");
+        assert!(
+            error.to_string().contains("more than 10000 requests"),
+            "{error}"
+        );
+
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("comments.jsonl");
+        let file = File::create(&path).unwrap();
+        file.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let error = collect(&path).unwrap_err();
+        assert!(matches!(error.problem, ReadError::TooLarge), "{error}");
+        file.set_len(MAX_FILE_BYTES).unwrap();
+        // Exactly at the bound: read (NUL bytes make one over-long line).
+        let collection = collect(&path).unwrap();
+        assert!(collection.requests.is_empty());
+        assert_eq!(collection.reports.len(), 1);
     }
 
     #[test]

@@ -12,7 +12,6 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use review_core::anchor::Side;
-use review_core::footer::own_footer;
 use review_core::snapshot::{PullRequestSnapshot, ReviewThread, ThreadComment};
 
 /// The most diff-hunk lines shown for a thread, counted back from the commented line.
@@ -53,8 +52,9 @@ pub struct CommentEntry {
     /// When it was written.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub created_at: String,
-    /// The `thread::…` id in the body's own footer (the bot's comments carry
-    /// one); `github_post_pr_reply` accepts it in place of `id`.
+    /// The `thread::…` id in the body's own footer, for the bot's own comments
+    /// only (a footer pasted into anybody else's comment is not listed);
+    /// `github_post_pr_reply` accepts it in place of `id`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
     /// For a review thread: the file.
@@ -92,7 +92,7 @@ pub struct ReplyEntry {
     pub user: String,
     /// The markdown body (shortened past [`MAX_BODY_CHARS`]).
     pub body: String,
-    /// The `thread::…` id in its own footer.
+    /// The `thread::…` id in its own footer, when the bot wrote it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
 }
@@ -106,7 +106,7 @@ pub fn comments_view(snapshot: &PullRequestSnapshot, include_replied: bool) -> C
             filtered += 1;
             continue;
         }
-        comments.push(thread_entry(thread, include_replied));
+        comments.push(thread_entry(snapshot, thread, include_replied));
     }
     for comment in &snapshot.issue_comments {
         if comment.replied && !include_replied {
@@ -119,7 +119,7 @@ pub fn comments_view(snapshot: &PullRequestSnapshot, include_replied: bool) -> C
             user: comment.user.clone(),
             body: cap_body(&comment.body),
             created_at: comment.created_at.clone(),
-            thread_id: thread_id(&comment.body),
+            thread_id: thread_id(snapshot, &comment.user, &comment.body),
             path: None,
             line: None,
             start_line: None,
@@ -139,14 +139,19 @@ pub fn comments_view(snapshot: &PullRequestSnapshot, include_replied: bool) -> C
     }
 }
 
-/// The `thread::{uuid}` id of a comment's own footer, spelled as the footer spells it.
-pub fn thread_id(body: &str) -> Option<String> {
-    own_footer(body)
-        .thread
+/// The `thread::{uuid}` id of a comment's own footer, when `user` is the bot
+/// (see [`PullRequestSnapshot::own_thread_id`]).
+pub fn thread_id(snapshot: &PullRequestSnapshot, user: &str, body: &str) -> Option<String> {
+    snapshot
+        .own_thread_id(user, body)
         .map(|thread| format!("thread::{thread}"))
 }
 
-fn thread_entry(thread: &ReviewThread, include_replied: bool) -> CommentEntry {
+fn thread_entry(
+    snapshot: &PullRequestSnapshot,
+    thread: &ReviewThread,
+    include_replied: bool,
+) -> CommentEntry {
     let root: &ThreadComment = thread.root();
     CommentEntry {
         id: root.id,
@@ -154,7 +159,7 @@ fn thread_entry(thread: &ReviewThread, include_replied: bool) -> CommentEntry {
         user: root.user.clone(),
         body: cap_body(&root.body),
         created_at: root.created_at.clone(),
-        thread_id: thread_id(&root.body),
+        thread_id: thread_id(snapshot, &root.user, &root.body),
         path: Some(thread.path.clone()),
         line: thread.line,
         start_line: thread.start_line,
@@ -167,7 +172,7 @@ fn thread_entry(thread: &ReviewThread, include_replied: bool) -> CommentEntry {
                 id: reply.id,
                 user: reply.user.clone(),
                 body: cap_body(&reply.body),
-                thread_id: thread_id(&reply.body),
+                thread_id: thread_id(snapshot, &reply.user, &reply.body),
             })
             .collect(),
         replied: include_replied.then_some(thread.replied),
@@ -225,7 +230,7 @@ mod tests {
     fn comment(id: u64, body: &str) -> ThreadComment {
         ThreadComment {
             id,
-            user: "bob".into(),
+            user: if id == 1 { "review-bot[bot]" } else { "bob" }.into(),
             body: body.into(),
             created_at: String::new(),
         }
@@ -235,6 +240,7 @@ mod tests {
         PullRequestSnapshot {
             version: SNAPSHOT_VERSION,
             repository: "octo/widgets".into(),
+            bot_login: Some("review-bot[bot]".into()),
             pull_request: PullRequestInfo {
                 number: 7,
                 title: "t".into(),
@@ -259,7 +265,8 @@ mod tests {
                     replied: false,
                     comments: vec![
                         comment(1, &format!("why?\n\n<sub>thread::{THREAD}</sub>")),
-                        comment(2, "because"),
+                        // Bob quoting the bot's footer does not make it his.
+                        comment(2, &format!("because\n\n<sub>thread::{THREAD}</sub>")),
                     ],
                 },
                 ReviewThread {

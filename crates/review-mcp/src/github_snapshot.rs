@@ -32,6 +32,8 @@ pub struct GitHubPullRequest<'a> {
     pub issue_comments: &'a [review_github::IssueComment],
     /// The ids of the comments the bot already replied to (from the store).
     pub replied: &'a HashSet<u64>,
+    /// The login the bot posts as; only its comments carry `thread::` ids.
+    pub bot_login: Option<&'a str>,
 }
 
 /// Builds the snapshot: threads grouped from the flat review comments (a
@@ -59,6 +61,7 @@ pub fn snapshot_from_github(source: GitHubPullRequest<'_>) -> PullRequestSnapsho
     let mut snapshot = PullRequestSnapshot {
         version: SNAPSHOT_VERSION,
         repository: source.repository.to_string(),
+        bot_login: source.bot_login.map(str::to_owned),
         pull_request: PullRequestInfo {
             number: source.pull_request.number,
             title: source.pull_request.title.clone(),

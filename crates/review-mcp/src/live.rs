@@ -34,6 +34,9 @@ pub struct LiveSource {
     diff: PullRequestDiff,
     /// The diff model inline comments are checked against, or why it could not be built.
     pub(crate) model: Result<DiffModel, String>,
+    /// The login the bot posts as, whose comments carry `thread::` ids; `None`
+    /// trusts no comment's `thread::` id (numeric ids still work).
+    bot_login: Option<String>,
 }
 
 impl std::fmt::Debug for LiveSource {
@@ -59,11 +62,13 @@ pub enum LiveError {
 
 impl LiveSource {
     /// Reads the pull request and its diff; fails when GitHub does.
+    /// `bot_login` is the account review-bot posts as on this repository.
     pub async fn connect(
         github: GitHubClient,
         store: Store,
         repository: RepositoryName,
         number: u64,
+        bot_login: Option<String>,
     ) -> Result<Self, LiveError> {
         let pull_request = github.get_pull_request(&repository, number).await?;
         let diff = github.get_pull_request_diff(&repository, number).await?;
@@ -81,6 +86,7 @@ impl LiveSource {
             pull_request,
             diff,
             model,
+            bot_login,
         })
     }
 
@@ -115,6 +121,7 @@ impl LiveSource {
             review_comments: &review_comments,
             issue_comments: &issue_comments,
             replied: &replied,
+            bot_login: self.bot_login.as_deref(),
         }))
     }
 
@@ -187,6 +194,7 @@ fn snapshot_without_comments(
         review_comments: &[],
         issue_comments: &[],
         replied: &HashSet::new(),
+        bot_login: None,
     })
 }
 

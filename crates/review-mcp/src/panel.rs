@@ -27,10 +27,15 @@
 //!
 //! When no socket is named, or nothing listens on it, the whole document is
 //! written to `review.md` in the run directory instead (atomically: a
-//! temporary file renamed over it) and the tool says where.
+//! temporary file with a random name, created exclusively, renamed over it, so
+//! a link planted at either name is replaced, never followed) and the tool
+//! says where. Without a run directory the server makes a private one (mode
+//! 0700, random name, kept after exit so the review can be read) on first use.
 
-use std::io;
+use std::io::{self, Write as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -117,15 +122,53 @@ fn saved_note(saved_to: Option<&Path>) -> String {
 #[derive(Debug, Clone)]
 pub struct PanelSettings {
     /// The panel's socket, from `REVIEW_BOT_REVIEW_PANEL_SOCKET`.
-    pub socket: Option<PathBuf>,
-    /// The run directory the fallback file goes to.
-    pub run_directory: PathBuf,
+    socket: Option<PathBuf>,
+    /// The run directory the fallback file goes to, when the starter named one.
+    run_directory: Option<PathBuf>,
+    /// The private directory made when none was named (shared by clones, made once).
+    private_directory: Arc<Mutex<Option<PathBuf>>>,
 }
 
 impl PanelSettings {
+    /// Delivers to the panel on `socket`, else to `review.md` in
+    /// `run_directory`; without one, in a private temporary directory made on
+    /// first use.
+    pub fn new(socket: Option<PathBuf>, run_directory: Option<PathBuf>) -> Self {
+        Self {
+            socket,
+            run_directory,
+            private_directory: Arc::default(),
+        }
+    }
+
+    /// The directory the fallback file goes to: the one given, else a private
+    /// directory (`review-bot-mcp-XXXXXX` under the temporary directory, mode
+    /// 0700, created exclusively) made on the first call.
+    pub fn run_directory(&self) -> io::Result<PathBuf> {
+        if let Some(directory) = &self.run_directory {
+            return Ok(directory.clone());
+        }
+        let mut private = self
+            .private_directory
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(directory) = &*private {
+            return Ok(directory.clone());
+        }
+        // tempfile makes directories with the default mode (0777 less the
+        // umask): ask for 0700 explicitly.
+        let directory = tempfile::Builder::new()
+            .prefix("review-bot-mcp-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()?
+            .keep();
+        *private = Some(directory.clone());
+        Ok(directory)
+    }
+
     /// The fallback file.
-    pub fn review_file(&self) -> PathBuf {
-        self.run_directory.join(REVIEW_FILE_NAME)
+    pub fn review_file(&self) -> io::Result<PathBuf> {
+        Ok(self.run_directory()?.join(REVIEW_FILE_NAME))
     }
 
     /// Sends the message to the panel if one listens, else writes the document to the review file.
@@ -171,8 +214,10 @@ impl PanelSettings {
     }
 
     async fn failed(&self, socket: &Path, reason: String, document: &str) -> PanelError {
-        let path = self.review_file();
-        let saved_to = write_atomically(&path, document).await.ok().map(|()| path);
+        let saved_to = match self.review_file() {
+            Ok(path) => write_atomically(&path, document).await.ok().map(|()| path),
+            Err(_) => None,
+        };
         PanelError {
             socket: socket.to_owned(),
             reason,
@@ -181,7 +226,18 @@ impl PanelSettings {
     }
 
     async fn write_file(&self, document: &str, reason: &str) -> Result<Delivery, PanelError> {
-        let path = self.review_file();
+        let path = match self.review_file() {
+            Ok(path) => path,
+            Err(error) => {
+                return Err(PanelError {
+                    socket: self.socket.clone().unwrap_or_default(),
+                    reason: format!(
+                        "{reason}, and no private directory could be made for the review file: {error}"
+                    ),
+                    saved_to: None,
+                });
+            }
+        };
         match write_atomically(&path, document).await {
             Ok(()) => Ok(Delivery::File {
                 path,
@@ -233,13 +289,25 @@ async fn exchange(stream: UnixStream, message: &PanelMessage<'_>) -> Result<(), 
 }
 
 /// Writes `text` to `path` through a temporary file in the same directory,
-/// so a reader never sees half a document.
+/// so a reader never sees half a document. The temporary file has a random
+/// name and is created exclusively (`O_EXCL`, mode 0600); the rename replaces
+/// whatever `path` is, a planted link included, without following it.
 async fn write_atomically(path: &Path, text: &str) -> io::Result<()> {
-    let directory = path.parent().unwrap_or(Path::new("."));
-    tokio::fs::create_dir_all(directory).await?;
-    let temporary = directory.join(format!(".{REVIEW_FILE_NAME}.{}.tmp", std::process::id()));
-    tokio::fs::write(&temporary, text).await?;
-    tokio::fs::rename(&temporary, path).await
+    let path = path.to_owned();
+    let text = text.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let directory = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(directory)?;
+        let mut temporary = tempfile::Builder::new()
+            .prefix(&format!(".{REVIEW_FILE_NAME}."))
+            .suffix(".tmp")
+            .tempfile_in(directory)?;
+        temporary.write_all(text.as_bytes())?;
+        temporary.persist(&path).map_err(|error| error.error)?;
+        Ok(())
+    })
+    .await
+    .map_err(io::Error::other)?
 }
 
 #[cfg(test)]
@@ -280,10 +348,7 @@ mod tests {
         let directory = tempfile::tempdir().unwrap();
         let socket = directory.path().join("panel.sock");
         let received = panel(&socket, Some("{\"ok\":true}\n"));
-        let settings = PanelSettings {
-            socket: Some(socket.clone()),
-            run_directory: directory.path().to_owned(),
-        };
+        let settings = PanelSettings::new(Some(socket.clone()), Some(directory.path().to_owned()));
         let delivery = settings.deliver(&message("# Review\n")).await.unwrap();
         assert_eq!(delivery, Delivery::Panel { socket });
         let lines = received.await.unwrap();
@@ -291,16 +356,16 @@ mod tests {
         assert_eq!(sent["protocol"], PROTOCOL);
         assert_eq!(sent["document"], "# Review\n");
         assert_eq!(sent["baseUri"], "/repo");
-        assert!(!settings.review_file().exists());
+        assert!(!settings.review_file().unwrap().exists());
     }
 
     #[tokio::test]
     async fn without_a_panel_the_review_goes_to_a_file() {
         let directory = tempfile::tempdir().unwrap();
-        let settings = PanelSettings {
-            socket: Some(directory.path().join("nobody.sock")),
-            run_directory: directory.path().join("run"),
-        };
+        let settings = PanelSettings::new(
+            Some(directory.path().join("nobody.sock")),
+            Some(directory.path().join("run")),
+        );
         let delivery = settings.deliver(&message("# Review\n")).await.unwrap();
         let Delivery::File { path, reason } = delivery else {
             panic!("expected a file delivery");
@@ -308,6 +373,66 @@ mod tests {
         assert_eq!(path, directory.path().join("run").join(REVIEW_FILE_NAME));
         assert!(reason.contains("no review panel is listening"), "{reason}");
         assert_eq!(std::fs::read_to_string(path).unwrap(), "# Review\n");
+    }
+
+    /// Issue 19, item 11: without a run directory the review went to
+    /// `/tmp/review-bot-mcp-<pid>/review.md`, following a link another user
+    /// planted there. Now it goes to a private directory of random name, and
+    /// the planted link and its target are left alone.
+    #[tokio::test]
+    async fn without_a_run_directory_the_review_goes_to_a_private_directory() {
+        let victim = tempfile::tempdir().unwrap();
+        let predictable =
+            std::env::temp_dir().join(format!("review-bot-mcp-{}", std::process::id()));
+        let planted = !predictable.exists();
+        if planted {
+            std::os::unix::fs::symlink(victim.path(), &predictable).unwrap();
+        }
+        let settings = PanelSettings::new(None, None);
+        let delivery = settings.deliver(&message("# Review\n")).await.unwrap();
+        let Delivery::File { path, .. } = delivery else {
+            panic!("expected a file delivery");
+        };
+        if planted {
+            std::fs::remove_file(&predictable).unwrap();
+        }
+        let directory = path.parent().unwrap().to_owned();
+        assert_ne!(directory, predictable);
+        assert!(
+            directory.starts_with(std::env::temp_dir()),
+            "{}",
+            directory.display()
+        );
+        let mode = std::fs::symlink_metadata(&directory)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "# Review\n");
+        assert_eq!(std::fs::read_dir(victim.path()).unwrap().count(), 0);
+        // The same directory for every later call of this server.
+        assert_eq!(settings.run_directory().unwrap(), directory);
+        std::fs::remove_dir_all(&directory).unwrap();
+    }
+
+    /// A link planted at `review.md` in a run directory is replaced, not followed.
+    #[tokio::test]
+    async fn a_link_planted_at_the_review_file_is_not_followed() {
+        let directory = tempfile::tempdir().unwrap();
+        let victim = directory.path().join("victim.txt");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, directory.path().join(REVIEW_FILE_NAME)).unwrap();
+        let settings = PanelSettings::new(None, Some(directory.path().to_owned()));
+        settings.deliver(&message("# Review\n")).await.unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        let review = directory.path().join(REVIEW_FILE_NAME);
+        assert!(
+            !std::fs::symlink_metadata(&review)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(review).unwrap(), "# Review\n");
     }
 
     #[tokio::test]
@@ -323,10 +448,7 @@ mod tests {
             let directory = tempfile::tempdir().unwrap();
             let socket = directory.path().join("panel.sock");
             let _panel = panel(&socket, answer);
-            let settings = PanelSettings {
-                socket: Some(socket),
-                run_directory: directory.path().to_owned(),
-            };
+            let settings = PanelSettings::new(Some(socket), Some(directory.path().to_owned()));
             let error = settings.deliver(&message("# R\n")).await.unwrap_err();
             let text = error.to_string();
             assert!(
@@ -336,7 +458,7 @@ mod tests {
             assert!(text.contains(expected), "{text}");
             assert!(text.contains("saved to"), "{text}");
             assert_eq!(
-                std::fs::read_to_string(settings.review_file()).unwrap(),
+                std::fs::read_to_string(settings.review_file().unwrap()).unwrap(),
                 "# R\n"
             );
         }

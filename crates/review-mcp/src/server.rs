@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use futures::FutureExt as _;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
@@ -380,6 +381,38 @@ impl ReviewServer {
 
 #[tool_handler]
 impl ServerHandler for ReviewServer {
+    /// Runs the tool, turning a panic into a tool error: the agent's turn
+    /// waits for every answer, so a call that panicked and never answered
+    /// would hang it until the tool timeout. No argument should get here (the
+    /// tools check everything the agent sends); this is the backstop.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let tool = request.name.clone();
+        let context = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        match std::panic::AssertUnwindSafe(self.tool_router.call(context))
+            .catch_unwind()
+            .await
+        {
+            Ok(answer) => answer,
+            Err(panic) => {
+                let reason = panic
+                    .downcast_ref::<&str>()
+                    .map(ToString::to_string)
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(%tool, "a tool call panicked: {reason}");
+                Ok(tool_error(format!(
+                    "{tool} failed with an internal error in review-bot ({reason}). Nothing was \
+                     recorded; this is a bug in review-bot, not in your call. Carry on without it."
+                ))
+                .into())
+            }
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("review-bot", env!("CARGO_PKG_VERSION")))
@@ -620,7 +653,9 @@ fn inline_comment(arguments: InlineCommentArguments) -> Result<InlineComment, St
     };
     let comment = InlineComment {
         message: arguments.message,
-        path: arguments.path.trim().to_owned(),
+        // As given: a file name may start or end with a space (the anchorer
+        // forgives stray white space around a path that names no file).
+        path: arguments.path,
         line,
         // GitHub refuses a range whose ends are equal; it is the same single line.
         start_line: start_line.filter(|start| *start != line),
@@ -673,15 +708,18 @@ fn resolve_reply_target(
     }
 }
 
-/// Finds the comment whose own footer carries `thread::{thread}`.
+/// Finds the bot's comment whose own footer carries `thread::{thread}`. Only
+/// the bot's comments count: a PR author who pastes the bot's footer into
+/// their own comment must not receive the reply meant for the bot's thread.
 fn find_by_thread_id<'a>(
     snapshot: &'a PullRequestSnapshot,
     thread_reference: &str,
 ) -> Option<CommentLookup<'a>> {
     let wanted = Some(thread_reference.to_ascii_lowercase());
+    let matches = |user: &str, body: &str| thread_id(snapshot, user, body) == wanted;
     for thread in &snapshot.review_threads {
         for (position, comment) in thread.comments.iter().enumerate() {
-            if thread_id(&comment.body).map(|id| id.to_ascii_lowercase()) == wanted {
+            if matches(&comment.user, &comment.body) {
                 return Some(if position == 0 {
                     CommentLookup::ThreadRoot(thread)
                 } else {
@@ -693,7 +731,7 @@ fn find_by_thread_id<'a>(
     snapshot
         .issue_comments
         .iter()
-        .find(|comment| thread_id(&comment.body).map(|id| id.to_ascii_lowercase()) == wanted)
+        .find(|comment| matches(&comment.user, &comment.body))
         .map(CommentLookup::Issue)
 }
 

@@ -115,16 +115,15 @@ where
     }
 }
 
-/// The run directory when none is given: beside the comments file, else a
-/// per-process directory under the system's temporary directory.
-pub fn default_run_directory(comments_file: Option<&std::path::Path>) -> PathBuf {
+/// The run directory when none is given: beside the comments file, else
+/// `None`, and `present_review` makes a private directory of its own (see
+/// [`crate::panel::PanelSettings::run_directory`]). Never a predictable name
+/// under the shared temporary directory, where another user could plant a link.
+pub fn default_run_directory(comments_file: Option<&std::path::Path>) -> Option<PathBuf> {
     comments_file
         .and_then(std::path::Path::parent)
         .filter(|parent| !parent.as_os_str().is_empty())
-        .map_or_else(
-            || std::env::temp_dir().join(format!("review-bot-mcp-{}", std::process::id())),
-            std::path::Path::to_path_buf,
-        )
+        .map(std::path::Path::to_path_buf)
 }
 
 /// A value from the environment, treating an empty one as absent.
@@ -163,12 +162,12 @@ mod tests {
     fn the_run_directory_defaults_beside_the_comments_file() {
         assert_eq!(
             default_run_directory(Some(std::path::Path::new("/run/job/comments.jsonl"))),
-            PathBuf::from("/run/job")
+            Some(PathBuf::from("/run/job"))
         );
-        assert!(default_run_directory(None).starts_with(std::env::temp_dir()));
-        assert!(
-            default_run_directory(Some(std::path::Path::new("comments.jsonl")))
-                .starts_with(std::env::temp_dir())
+        assert_eq!(default_run_directory(None), None);
+        assert_eq!(
+            default_run_directory(Some(std::path::Path::new("comments.jsonl"))),
+            None
         );
     }
 }

@@ -41,7 +41,8 @@ pub struct McpArgs {
     pub panel_socket: Option<PathBuf>,
 
     /// Where `present_review` writes `review.md` when no panel listens (default:
-    /// beside the comments file, else a temporary directory).
+    /// beside the comments file, else a private temporary directory made on
+    /// first use).
     #[arg(long, value_name = "DIR", env = settings::RUN_DIRECTORY_VARIABLE)]
     pub run_dir: Option<PathBuf>,
 
@@ -59,6 +60,14 @@ pub struct McpArgs {
     #[arg(long = "pr", value_name = "NUMBER", requires = "live")]
     pub pull_request: Option<u64>,
 
+    /// The login review-bot posts as on this repository (`octo-reviewer`, or
+    /// `NAME[bot]` for a GitHub App), for live mode: only that account's
+    /// comments carry `thread::` ids the agent may reply by. Without it,
+    /// replies go by numeric comment id only. (Pipeline mode reads it from the
+    /// snapshot.)
+    #[arg(long, value_name = "LOGIN", env = "REVIEW_BOT_BOT_LOGIN")]
+    pub bot_login: Option<String>,
+
     /// The store live mode records replies in.
     #[command(flatten)]
     pub database: DatabaseArgs,
@@ -67,11 +76,8 @@ pub struct McpArgs {
 pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let comments_file = non_empty(args.comments_file);
     let run_directory =
-        non_empty(args.run_dir).unwrap_or_else(|| default_run_directory(comments_file.as_deref()));
-    let panel = PanelSettings {
-        socket: non_empty(args.panel_socket),
-        run_directory,
-    };
+        non_empty(args.run_dir).or_else(|| default_run_directory(comments_file.as_deref()));
+    let panel = PanelSettings::new(non_empty(args.panel_socket), run_directory);
     if comments_file.is_none() {
         tracing::warn!(
             "{} is not set: comments and replies will be accepted but not recorded",
@@ -80,7 +86,13 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     }
     super::block_on(async move {
         let source = if args.live {
-            live_source(args.repo.as_deref(), args.pull_request, &args.database).await?
+            live_source(
+                args.repo.as_deref(),
+                args.pull_request,
+                args.bot_login.filter(|login| !login.trim().is_empty()),
+                &args.database,
+            )
+            .await?
         } else {
             pipeline_source(non_empty(args.snapshot).as_deref())?
         };
@@ -126,6 +138,7 @@ fn pipeline_source(snapshot: Option<&Path>) -> anyhow::Result<Source> {
 async fn live_source(
     repository: Option<&str>,
     pull_request: Option<u64>,
+    bot_login: Option<String>,
     database: &DatabaseArgs,
 ) -> anyhow::Result<Source> {
     let (Some(repository), Some(pull_request)) = (repository, pull_request) else {
@@ -154,7 +167,7 @@ async fn live_source(
     })?;
     let github = GitHubClient::new(settings)?;
     let store = database.open().await?;
-    let live = LiveSource::connect(github, store, repository.clone(), pull_request)
+    let live = LiveSource::connect(github, store, repository.clone(), pull_request, bot_login)
         .await
         .with_context(|| format!("could not read {repository}#{pull_request} from GitHub"))?;
     tracing::info!(pull_request = %live.describe(), "live mode: serving the pull request from GitHub");

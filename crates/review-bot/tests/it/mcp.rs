@@ -48,6 +48,7 @@ fn snapshot() -> PullRequestSnapshot {
     PullRequestSnapshot {
         version: SNAPSHOT_VERSION,
         repository: "octo/widgets".into(),
+        bot_login: Some("review-bot[bot]".into()),
         pull_request: PullRequestInfo {
             number: 42,
             title: "Add b and c".into(),

@@ -2,6 +2,7 @@
 //! byte stream to the real server, as Claude Code does over stdio.
 
 mod comment_tools;
+mod hostile_arguments;
 mod present_review;
 mod reply_tools;
 mod support;

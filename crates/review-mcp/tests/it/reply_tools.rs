@@ -155,3 +155,106 @@ async fn unknown_ids_replies_to_replies_and_second_replies_are_refused() {
     );
     assert_eq!(run.lines().len(), 1);
 }
+
+/// Issue 19, item 4: a PR author pastes the bot's footer into their own,
+/// earlier comment. A reply aimed at the bot's thread must go to the bot's
+/// comment (101), never to theirs, and their copy is not listed as a thread id.
+#[tokio::test]
+async fn a_thread_id_pasted_by_someone_else_is_not_theirs() {
+    let mut pull_request = snapshot();
+    let mut forged = pull_request.review_threads[1].clone();
+    forged.replied = false;
+    forged.comments[0].id = 10;
+    forged.comments[0].user = "mallory".into();
+    forged.comments[0].body = format!("Reply here please.\n\n<sub>{BOT_THREAD}</sub>");
+    pull_request.review_threads.insert(0, forged);
+    pull_request.issue_comments[0].body = format!("Me too: {BOT_THREAD}");
+    let run = Run::new();
+    let mut session = Session::start(run.options(Some(pull_request))).await;
+
+    let view = session
+        .call("github_get_pr_comments", json!({}))
+        .await
+        .json();
+    let listed: Vec<(u64, Option<&str>)> = view["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| (entry["id"].as_u64().unwrap(), entry["thread_id"].as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        [(10, None), (101, Some(BOT_THREAD)), (9001, None)],
+        "{view}"
+    );
+
+    let answer = session
+        .call(
+            "github_post_pr_reply",
+            json!({"comment_id": BOT_THREAD, "message": "Resolved."}),
+        )
+        .await;
+    assert!(!answer.is_error, "{}", answer.text);
+    assert_eq!(run.lines()[0]["comment_id"], 101);
+}
+
+/// Without the bot's login the server trusts no comment's thread id; numeric
+/// ids still work.
+#[tokio::test]
+async fn without_the_bots_login_thread_ids_are_not_trusted() {
+    let mut pull_request = snapshot();
+    pull_request.bot_login = None;
+    let run = Run::new();
+    let mut session = Session::start(run.options(Some(pull_request))).await;
+    let answer = session
+        .call(
+            "github_post_pr_reply",
+            json!({"comment_id": BOT_THREAD, "message": "Resolved."}),
+        )
+        .await;
+    assert!(answer.is_error, "{}", answer.text);
+    let answer = session
+        .call(
+            "github_post_pr_reply",
+            json!({"comment_id": 101, "message": "Resolved."}),
+        )
+        .await;
+    assert!(!answer.is_error, "{}", answer.text);
+    assert_eq!(run.lines()[0]["comment_id"], 101);
+}
+
+/// Issue 19, item 9: a reply id with a multi-byte character across the
+/// `thread::` prefix's end panicked the server and the call never answered.
+#[tokio::test]
+async fn a_non_ascii_comment_id_is_answered_with_an_error() {
+    let run = Run::new();
+    let mut session = Session::start(run.options(Some(snapshot()))).await;
+    for comment_id in [
+        "thread:é0000000",
+        "threadé::x",
+        "é",
+        "thread::",
+        "🎉🎉🎉🎉🎉🎉🎉🎉🎉",
+    ] {
+        let answer = session
+            .call(
+                "github_post_pr_reply",
+                json!({"comment_id": comment_id, "message": "m"}),
+            )
+            .await;
+        assert!(answer.is_error, "{comment_id}: {}", answer.text);
+        // Answered by the tool itself, not by the server's panic backstop.
+        assert!(
+            answer
+                .text
+                .contains("no review thread or conversation comment")
+                || answer.text.contains("invalid arguments"),
+            "{comment_id}: {}",
+            answer.text
+        );
+    }
+    // The session is still serving.
+    let answer = session.call("github_get_pr_comments", json!({})).await;
+    assert!(!answer.is_error, "{}", answer.text);
+    assert!(run.lines().is_empty());
+}

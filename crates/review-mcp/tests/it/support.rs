@@ -59,6 +59,7 @@ pub fn snapshot() -> PullRequestSnapshot {
     PullRequestSnapshot {
         version: SNAPSHOT_VERSION,
         repository: "octo/widgets".into(),
+        bot_login: Some("review-bot[bot]".into()),
         pull_request: PullRequestInfo {
             number: 42,
             title: "Add b and c".into(),
@@ -144,10 +145,7 @@ impl Run {
         ServerOptions {
             comments_file: Some(self.comments_file()),
             source: Source::Snapshot(snapshot),
-            panel: PanelSettings {
-                socket: Some(self.socket()),
-                run_directory: self.directory.path().to_owned(),
-            },
+            panel: PanelSettings::new(Some(self.socket()), Some(self.directory.path().to_owned())),
         }
     }
 
