@@ -2,6 +2,7 @@
 
 mod discover;
 mod findings;
+mod git_paths;
 mod mcp;
 mod mcp_inspector;
 mod mcp_live;

@@ -511,19 +511,28 @@ fn file_ranges<'d>(
     side: Side,
 ) -> Result<(String, &'d [LineRange]), NotInPrReason> {
     let path = normalize_path(raw_path).map_err(NotInPrReason::UnsafePath)?;
-    match diff.commentable_ranges(&path, side) {
-        Some(ranges) => Ok((path, ranges)),
-        None => Err(match diff.file_by_previous_path(&path) {
-            Some(file) => NotInPrReason::PreviousPathOf {
-                path: file.path.clone(),
-                change: file.change,
-            },
-            None => match path_mistake(&path) {
-                Some(problem) => NotInPrReason::UnsafePath(problem),
-                None => NotInPrReason::NotChanged { path },
-            },
-        }),
+    if let Some(ranges) = diff.commentable_ranges(&path, side) {
+        return Ok((path, ranges));
     }
+    // Stray white space around a path (` src/a.rs\n`) is forgiven when the
+    // path as given is no file (a name may really start or end with a space).
+    let trimmed = raw_path.trim();
+    if trimmed != raw_path
+        && let Ok(trimmed) = normalize_path(trimmed)
+        && let Some(ranges) = diff.commentable_ranges(&trimmed, side)
+    {
+        return Ok((trimmed, ranges));
+    }
+    Err(match diff.file_by_previous_path(&path) {
+        Some(file) => NotInPrReason::PreviousPathOf {
+            path: file.path.clone(),
+            change: file.change,
+        },
+        None => match path_mistake(&path) {
+            Some(problem) => NotInPrReason::UnsafePath(problem),
+            None => NotInPrReason::NotChanged { path },
+        },
+    })
 }
 
 /// Why `file` has no commentable lines on `side`.

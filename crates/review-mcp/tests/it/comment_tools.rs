@@ -356,3 +356,101 @@ async fn without_a_snapshot_inline_comments_are_recorded_unchecked() {
         );
     }
 }
+
+/// Issue 10 item 3: names git C-quotes (tab, newline, `"`, `\`, control and
+/// non-UTF-8 bytes) or leaves ambiguous unquoted (spaces, ` b/`), in a diff
+/// written by real git with `core.quotePath` on and off, take inline comments
+/// under their own names — the name the agent sees in the file list, which for
+/// bytes that are not UTF-8 is the lossy one (U+FFFD).
+#[tokio::test]
+async fn inline_comments_anchor_on_every_name_git_writes() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt as _;
+
+    const NAMES: [&[u8]; 8] = [
+        b"tab\there.txt",
+        b"new\nline.txt",
+        b"quote\"and\\back.txt",
+        b"bell\x07cr\r.txt",
+        b"a b/c b/a b",
+        b" lead and trail ",
+        b"latin1-\xe9.txt",
+        b"\xe2\x80\xaeright-to-left.txt",
+    ];
+    let repository = tempfile::tempdir().unwrap();
+    let root = repository.path();
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+            .args(["-c", "init.defaultBranch=main", "-c", "core.autocrlf=false"])
+            .args(args)
+            .current_dir(root)
+            .output()
+            .expect("git is installed (apt-get install git)");
+        assert!(output.status.success(), "git {args:?} failed");
+        output.stdout
+    };
+    let write_all = |content: &str| {
+        for name in NAMES {
+            let path = root.join(OsStr::from_bytes(name));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+    };
+    git(&["init", "-q"]);
+    write_all("one\ntwo\nthree\n");
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "base"]);
+    write_all("one\nTWO\nthree\n");
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "change"]);
+    for quote_path in [true, false] {
+        let setting = format!("core.quotePath={quote_path}");
+        let diff = git(&["-c", &setting, "diff", "HEAD~1", "HEAD"]);
+        let mut pull_request = snapshot();
+        pull_request.diff = String::from_utf8_lossy(&diff).into_owned();
+        let run = Run::new();
+        let mut session = Session::start(run.options(Some(pull_request))).await;
+        for name in NAMES {
+            let path = String::from_utf8_lossy(name).into_owned();
+            let answer = session
+                .call(
+                    "leave_inline_comment",
+                    json!({"path": path, "line": 2, "message": "Changed."}),
+                )
+                .await;
+            assert!(
+                !answer.is_error,
+                "quotePath={quote_path} {path:?}: {}",
+                answer.text
+            );
+        }
+        let recorded: Vec<(String, u64)> = run
+            .lines()
+            .iter()
+            .map(|line| {
+                (
+                    line["path"].as_str().unwrap().to_owned(),
+                    line["line"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let wanted: Vec<(String, u64)> = NAMES
+            .iter()
+            .map(|name| (String::from_utf8_lossy(name).into_owned(), 2))
+            .collect();
+        assert_eq!(recorded, wanted, "quotePath={quote_path}");
+        // A Windows-style path that names no file still gets told why.
+        let answer = session
+            .call(
+                "leave_inline_comment",
+                json!({"path": "a b\\c b\\a b", "line": 2, "message": "m"}),
+            )
+            .await;
+        assert!(
+            answer.is_error && answer.text.contains("backslash"),
+            "{}",
+            answer.text
+        );
+    }
+}
