@@ -200,6 +200,21 @@ mod tests {
     }
 
     #[test]
+    fn every_escape_git_writes_decodes() {
+        let (path, rest) = read_quoted(r#""\a\b\t\n\v\f\r\"\\\001\177\303\251""#).unwrap();
+        assert_eq!(path, "\u{7}\u{8}\t\n\u{b}\u{c}\r\"\\\u{1}\u{7f}é");
+        assert_eq!(rest, "");
+        assert_eq!(
+            header_value_path(r#""tab\there.txt""#).unwrap(),
+            "tab\there.txt"
+        );
+        assert_eq!(
+            split_diff_git_paths(r#""a/tab\there.txt" "b/tab\there.txt""#),
+            Some(("a/tab\there.txt".into(), "b/tab\there.txt".into()))
+        );
+    }
+
+    #[test]
     fn non_utf8_quoted_paths_decode_lossily() {
         let (path, _) = read_quoted(r#""a/\344.txt""#).unwrap();
         assert_eq!(path, "a/\u{fffd}.txt");

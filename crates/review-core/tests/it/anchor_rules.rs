@@ -397,6 +397,22 @@ fn unknown_and_unsafe_paths_are_not_in_the_pull_request() {
 }
 
 #[test]
+fn stray_white_space_around_a_path_is_forgiven_and_odd_misses_say_why() {
+    let diff = two_hunks();
+    for path in [" src/a.rs", "src/a.rs\n", "\tsrc/a.rs "] {
+        assert_eq!(
+            anchor(&diff, &at(path, 11)).target(),
+            Some(("src/a.rs", 11, None)),
+            "{path:?}"
+        );
+    }
+    assert!(matches!(
+        not_in_pr(&anchor(&diff, &at("src/b.rs\n", 11))),
+        NotInPrReason::UnsafePath(PathProblem::ControlCharacter { code_point: 10, .. })
+    ));
+}
+
+#[test]
 fn nearest_commentable_ranges_come_nearest_first() {
     let diff = two_hunks();
     let nearest =
