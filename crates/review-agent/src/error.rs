@@ -9,16 +9,44 @@ use crate::claude::AgentRun;
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
     /// The CLI could not be started.
-    #[error(
-        "could not start Claude Code at `{}`: {source}; install it (npm install -g \
-         @anthropic-ai/claude-code) or set the agent's claude path in the configuration",
-        executable.display()
-    )]
+    #[error("{}", spawn_message(executable, source))]
     Spawn {
         /// The executable we tried.
         executable: PathBuf,
         /// Why it failed.
         source: std::io::Error,
+    },
+
+    /// bubblewrap, which gives the run a PID namespace of its own, could not
+    /// be started or could not make the namespace.
+    #[error(
+        "could not contain the agent's processes with bubblewrap (`{}`): {reason}; install it \
+         (apt-get install bubblewrap), allow unprivileged user namespaces \
+         (sysctl kernel.unprivileged_userns_clone=1), or accept the weaker process-group \
+         containment in the agent's settings",
+        bwrap.display()
+    )]
+    Containment {
+        /// The `bwrap` executable we tried.
+        bwrap: PathBuf,
+        /// What went wrong (the spawn error or what bwrap printed).
+        reason: String,
+    },
+
+    /// Processes of the run were still alive after they were killed and the
+    /// runner waited for them.
+    #[error(
+        "processes of the agent run were still alive {}s after they were killed: {}; they are \
+         probably stuck in uninterruptible I/O (look at /proc/PID/stack) and will go when it \
+         ends; nothing else of the run is left",
+        waited.as_secs(),
+        crate::claude::describe_survivors(survivors)
+    )]
+    Survivors {
+        /// What was still alive.
+        survivors: Vec<crate::claude::Survivor>,
+        /// How long the runner waited.
+        waited: Duration,
     },
 
     /// A file or directory the run needs could not be prepared or written.
@@ -125,6 +153,25 @@ pub enum AgentError {
         /// The run, with its cost and turns, for the record.
         run: Box<AgentRun>,
     },
+}
+
+fn spawn_message(executable: &std::path::Path, source: &std::io::Error) -> String {
+    let executable = executable.display();
+    match source.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "could not start Claude Code at `{executable}`: {source}; install it (npm install -g \
+             @anthropic-ai/claude-code) or set the agent's claude path in the configuration"
+        ),
+        std::io::ErrorKind::PermissionDenied => format!(
+            "could not start Claude Code at `{executable}`: {source}; the file is not executable \
+             by review-bot's user (check its mode and the directories above it)"
+        ),
+        std::io::ErrorKind::ArgumentListTooLong => format!(
+            "could not start Claude Code at `{executable}`: its command line or environment is \
+             too long for the system ({source}); shorten the configured environment variables"
+        ),
+        _ => format!("could not start Claude Code at `{executable}`: {source}"),
+    }
 }
 
 fn unsuccessful_message(run: &AgentRun) -> String {

@@ -5,9 +5,15 @@
 //! and the caller's arguments; its environment is exactly what the caller
 //! passes (plus what Claude Code inherits, which the runner keeps minimal) and
 //! never a GitHub credential.
+//!
+//! Every server gets a tool-call timeout (`"timeout"`, milliseconds; Claude
+//! Code 2.1.330 reads it per server and ends a call that runs longer with an
+//! error the model sees), so a tool that never answers costs the agent one
+//! failed call, not the rest of its run.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -16,6 +22,13 @@ use crate::AgentError;
 
 /// The key our MCP server is registered under.
 pub const REVIEW_SERVER: &str = "review";
+
+/// How long one MCP tool call may take by default. Our tools answer in
+/// milliseconds; this only ends a call that hangs.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_mins(2);
+
+/// Claude Code ignores per-server timeouts under one second.
+const SHORTEST_TOOL_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How to start one stdio MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,9 +73,20 @@ impl McpServerCommand {
 }
 
 /// A set of MCP servers for one run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpConfig {
     servers: BTreeMap<String, McpServerCommand>,
+    /// The longest one tool call of any server may take.
+    tool_timeout: Duration,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            servers: BTreeMap::new(),
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -78,6 +102,8 @@ struct ServerEntry<'a> {
     command: &'a Path,
     args: &'a [String],
     env: &'a BTreeMap<String, String>,
+    /// Tool-call timeout in milliseconds.
+    timeout: u64,
 }
 
 impl McpConfig {
@@ -91,6 +117,19 @@ impl McpConfig {
     pub fn with_server(mut self, name: impl Into<String>, server: McpServerCommand) -> Self {
         self.servers.insert(name.into(), server);
         self
+    }
+
+    /// Set the longest one tool call may take (at least one second: Claude
+    /// Code ignores shorter ones).
+    #[must_use]
+    pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = timeout.max(SHORTEST_TOOL_TIMEOUT);
+        self
+    }
+
+    /// The longest one tool call may take.
+    pub fn tool_timeout(&self) -> Duration {
+        self.tool_timeout
     }
 
     /// The servers, by key.
@@ -118,6 +157,8 @@ impl McpConfig {
                             command: &server.command,
                             args: &server.args,
                             env: &server.env,
+                            timeout: u64::try_from(self.tool_timeout.as_millis())
+                                .unwrap_or(u64::MAX),
                         },
                     )
                 })
@@ -174,6 +215,7 @@ mod tests {
                 "command": "/opt/review-bot",
                 "args": ["mcp", "--snapshot", "/run/snapshot.json"],
                 "env": {"COMMENTS_FILE": "/run/comments.jsonl"},
+                "timeout": 120_000,
             }}})
         );
     }

@@ -33,40 +33,60 @@
 //! claude --print --output-format stream-json --verbose --model M --max-turns N
 //!        --thinking enabled|adaptive|disabled [--append-system-prompt-file FILE]
 //!        [--mcp-config FILE] --strict-mcp-config --dangerously-skip-permissions
-//!        --no-session-persistence [--allowedTools A,B] [--max-budget-usd X] -- PROMPT
+//!        --no-session-persistence [--allowedTools A,B] [--max-budget-usd X]  < prompt.txt
 //! ```
 //!
 //! We ask for `stream-json` rather than `json`: its last line is the same
 //! result object `json` prints, and its first line (`system`/`init`) is the
 //! only place the CLI reports whether each MCP server connected — a server
 //! that fails to start is otherwise silently ignored. The whole stream is
-//! the run's transcript. The prompt goes after `--` so that neither a leading
-//! `-` nor the variadic `--allowedTools` can swallow it. The process runs in
-//! the checkout with stdin from `/dev/null` and the environment described in
-//! [`environment`].
+//! the run's transcript. The prompt is not an argument: it goes to the CLI's
+//! standard input from a file in the run directory (`prompt.txt`, 0600), so
+//! no prompt is too long for the system's argument limit (128 KiB for one
+//! argument), none shows in `ps`, and neither a leading `-` nor the variadic
+//! `--allowedTools` can swallow it; stdin ends where the file does, so the CLI
+//! does not wait on it. The process runs in the checkout with the environment
+//! described in [`environment`].
+//!
+//! **When `run` returns, the run's processes are gone** — on success, timeout,
+//! error, and (blocking the thread for a moment) when the future is dropped.
+//! The CLI runs under bubblewrap in a PID namespace of its own
+//! ([`ProcessContainment`]): Claude Code puts each `Bash`-tool command in a
+//! session of its own, out of reach of a process-group kill, but not out of
+//! the namespace, whose processes the kernel kills when its first one exits.
+//! At the end the runner kills the process group, reaps the leader, and waits
+//! (bounded) until no member of the group or the namespace is alive
+//! ([`processes`]); survivors are an error that names them. The group is only
+//! ever signalled while its leader is unreaped, so its id cannot have been
+//! reused by an unrelated process.
 
 pub mod environment;
 mod mcp_config;
 mod outcome;
 mod output;
+mod processes;
 mod settings;
 
 use std::ffi::OsString;
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::unistd::Pid;
 use tokio::io::{
-    AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWriteExt as _, BufReader,
+    AsyncBufRead, AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWriteExt as _, BufReader,
 };
 use tracing::Instrument as _;
 
 pub use environment::is_github_credential;
 pub use mcp_config::{McpConfig, McpServerCommand, REVIEW_SERVER};
 pub use outcome::{AgentOutcome, AgentRun, PermissionDenial, TokenUsage};
-pub use settings::{ClaudeCodeRun, ClaudeCodeSettings, Thinking};
+pub use processes::Survivor;
+pub use settings::{ClaudeCodeRun, ClaudeCodeSettings, ProcessContainment, Thinking};
 
 use crate::AgentError;
 use environment::{ClaudeEnvironment, RunDirectories};
@@ -81,6 +101,21 @@ const SOCKET_DIRECTORY_LIMIT: usize = 80;
 /// How long to wait for the output readers once the process group is gone
 /// (a descendant that left the group could hold a pipe open).
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+
+/// How long the run's killed processes get to disappear before the runner
+/// names the survivors. Dying takes milliseconds; only a process stuck in
+/// uninterruptible I/O takes longer.
+const SURVIVOR_LIMIT: Duration = Duration::from_secs(10);
+
+/// The longest output line kept (stream-json puts one event on a line; a
+/// result with a whole review in it is well under this). Longer lines are cut
+/// in the transcript and reported, never held whole in memory.
+const LINE_LIMIT: usize = 16 * 1024 * 1024;
+
+/// The survivors as one line (for [`AgentError::Survivors`]).
+pub(crate) fn describe_survivors(survivors: &[Survivor]) -> String {
+    processes::describe(survivors)
+}
 
 /// Runs Claude Code with fixed [`ClaudeCodeSettings`].
 #[derive(Debug, Clone)]
@@ -100,7 +135,8 @@ impl ClaudeCode {
     }
 
     /// The exact argument list for `run` (after the executable), with the MCP
-    /// config at `mcp_config_path` when the run has one.
+    /// config at `mcp_config_path` when the run has one. The prompt is not
+    /// among them: it goes to standard input.
     pub fn arguments(&self, run: &ClaudeCodeRun, mcp_config_path: Option<&Path>) -> Vec<OsString> {
         let settings = &self.settings;
         let mut arguments: Vec<OsString> = Vec::new();
@@ -136,8 +172,6 @@ impl ClaudeCode {
             push(&"--max-budget-usd");
             push(&budget.to_string());
         }
-        push(&"--");
-        push(&run.prompt);
         arguments
     }
 
@@ -157,13 +191,13 @@ impl ClaudeCode {
     async fn run_in_span(&self, run: &ClaudeCodeRun) -> Result<AgentRun, AgentError> {
         let started = Instant::now();
         let prepared = self.prepare(run)?;
-        let mut group = self.spawn(run, &prepared)?;
+        let mut processes = self.spawn(run, &prepared)?;
         let stderr = StderrCapture::start(
-            group.child.stderr().take(),
+            processes.child.stderr.take(),
             run.run_directory.join("claude-stderr.log"),
         );
-        let stdout = group.child.stdout().take().expect("stdout is piped");
-        let transcript = tokio::fs::File::create(&run.transcript_path)
+        let stdout = processes.child.stdout.take().expect("stdout is piped");
+        let transcript = create_private_file(&run.transcript_path)
             .await
             .map_err(|source| AgentError::File {
                 action: "create the transcript",
@@ -177,13 +211,22 @@ impl ClaudeCode {
             .unwrap_or_default();
         let watched = tokio::time::timeout(
             self.settings.timeout,
-            watch(&mut group, stdout, transcript, run, &required),
+            watch(&mut processes, stdout, transcript, run, &required),
         )
         .await;
 
         // Whatever happened, nothing of the run outlives it.
-        let status = group.finish().await;
+        let finished = processes.finish().await;
         let stderr_tail = stderr.finish().await;
+        let status = match finished {
+            Ok(status) => status,
+            Err(error) => {
+                if watched.is_err() {
+                    tracing::warn!(timeout = ?self.settings.timeout, "Claude Code timed out");
+                }
+                return Err(error);
+            }
+        };
 
         let watched = match watched {
             Err(_elapsed) => {
@@ -214,19 +257,71 @@ impl ClaudeCode {
             }
             Ok(Ok(watched)) => watched,
         };
-        let status = status.map_err(AgentError::Process)?;
-        conclude(watched, status, stderr_tail, started.elapsed())
+        if watched.result.is_none()
+            && let Some(error) = self.containment_failure(&stderr_tail)
+        {
+            return Err(error);
+        }
+        conclude(watched, Some(status), stderr_tail, started.elapsed())
     }
 
-    /// Start the CLI in its own process group.
-    fn spawn(&self, run: &ClaudeCodeRun, prepared: &Prepared) -> Result<GroupGuard, AgentError> {
+    /// What bubblewrap said when it, not the CLI, ended the run: it could not
+    /// make the namespace, or could not start the CLI inside it.
+    fn containment_failure(&self, stderr_tail: &str) -> Option<AgentError> {
+        let ProcessContainment::PidNamespace { bwrap } = &self.settings.containment else {
+            return None;
+        };
+        let message = stderr_tail
+            .lines()
+            .find(|line| line.starts_with("bwrap: "))?;
+        if let Some(reason) = message.strip_prefix("bwrap: execvp ") {
+            let kind = if reason.contains("No such file") {
+                std::io::ErrorKind::NotFound
+            } else if reason.contains("Permission denied") {
+                std::io::ErrorKind::PermissionDenied
+            } else {
+                std::io::ErrorKind::Other
+            };
+            return Some(AgentError::Spawn {
+                executable: self.settings.executable.clone(),
+                source: std::io::Error::new(kind, reason.to_owned()),
+            });
+        }
+        Some(AgentError::Containment {
+            bwrap: bwrap.clone(),
+            reason: message.to_owned(),
+        })
+    }
+
+    /// Start the CLI (under bubblewrap, unless configured otherwise) in a
+    /// process group of its own, the prompt on its standard input.
+    fn spawn(&self, run: &ClaudeCodeRun, prepared: &Prepared) -> Result<RunProcesses, AgentError> {
         let arguments = self.arguments(run, prepared.mcp_config_path.as_deref());
         tracing::debug!(
             arguments = arguments.len(),
             environment = ?prepared.environment.names(),
             "starting Claude Code"
         );
-        let mut command = tokio::process::Command::new(&self.settings.executable);
+        let prompt =
+            std::fs::File::open(&prepared.prompt_path).map_err(|source| AgentError::File {
+                action: "read back the prompt",
+                path: prepared.prompt_path.clone(),
+                source,
+            })?;
+        let mut command = match &self.settings.containment {
+            ProcessContainment::PidNamespace { bwrap } => {
+                let mut command = tokio::process::Command::new(bwrap);
+                command.args(BWRAP_ARGUMENTS).arg(&self.settings.executable);
+                command
+            }
+            ProcessContainment::ProcessGroupOnly => {
+                tracing::warn!(
+                    "Claude Code runs without a PID namespace: a command that starts a session of \
+                     its own can outlive the run (set the agent's containment to bubblewrap)"
+                );
+                tokio::process::Command::new(&self.settings.executable)
+            }
+        };
         command
             .args(arguments)
             .current_dir(&run.working_directory)
@@ -238,19 +333,29 @@ impl ClaudeCode {
                     .iter()
                     .map(|(name, value)| (name, value)),
             )
-            .stdin(Stdio::null())
+            .stdin(Stdio::from(prompt))
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut wrapped = CommandWrap::from(command);
-        wrapped.wrap(ProcessGroup::leader());
-        let child = wrapped.spawn().map_err(|source| AgentError::Spawn {
-            executable: self.settings.executable.clone(),
-            source,
-        })?;
-        Ok(GroupGuard {
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let child = command
+            .spawn()
+            .map_err(|source| match &self.settings.containment {
+                ProcessContainment::PidNamespace { bwrap } => AgentError::Containment {
+                    bwrap: bwrap.clone(),
+                    reason: format!("could not start it: {source}"),
+                },
+                ProcessContainment::ProcessGroupOnly => AgentError::Spawn {
+                    executable: self.settings.executable.clone(),
+                    source,
+                },
+            })?;
+        RunProcesses::new(
             child,
-            reaped: false,
-        })
+            matches!(
+                self.settings.containment,
+                ProcessContainment::PidNamespace { .. }
+            ),
+        )
     }
 
     /// Create the run's directories and files and its environment.
@@ -290,6 +395,14 @@ impl ClaudeCode {
             );
             None
         };
+        let prompt_path = run.run_directory.join("prompt.txt");
+        write_private_file(&prompt_path, run.prompt.as_bytes()).map_err(|source| {
+            AgentError::File {
+                action: "write the prompt",
+                path: prompt_path.clone(),
+                source,
+            }
+        })?;
         let home_directory = match &self.settings.home_directory {
             Some(directory) => directory.clone(),
             None => run.run_directory.join("home"),
@@ -306,6 +419,7 @@ impl ClaudeCode {
         )?;
         Ok(Prepared {
             mcp_config_path,
+            prompt_path,
             environment,
         })
     }
@@ -313,7 +427,52 @@ impl ClaudeCode {
 
 struct Prepared {
     mcp_config_path: Option<PathBuf>,
+    /// The prompt, given to the CLI as its standard input.
+    prompt_path: PathBuf,
     environment: ClaudeEnvironment,
+}
+
+/// bubblewrap's arguments before the CLI's: the filesystem as it is, a PID
+/// namespace of the run's own (with its `/proc`), and the namespace dies with
+/// review-bot.
+const BWRAP_ARGUMENTS: &[&str] = &[
+    "--dev-bind",
+    "/",
+    "/",
+    "--proc",
+    "/proc",
+    "--unshare-pid",
+    "--die-with-parent",
+    "--",
+];
+
+/// Create (or truncate) a file only review-bot's user can read: transcripts
+/// and logs hold what the agent printed.
+async fn create_private_file(path: &Path) -> std::io::Result<tokio::fs::File> {
+    let file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .await?;
+    // An existing file keeps its mode through `open`: set it.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .await?;
+    Ok(file)
+}
+
+/// Write a file only review-bot's user can read.
+fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(contents)
 }
 
 /// Turn what the CLI printed into the run's result.
@@ -375,28 +534,100 @@ impl StderrCapture {
     }
 }
 
-/// The CLI's process group; killed on drop unless reaped (a cancelled run
-/// leaves nothing behind).
-struct GroupGuard {
-    child: Box<dyn ChildWrapper>,
-    reaped: bool,
+/// The run's processes: the leader we started (bubblewrap, or the CLI
+/// itself), its process group and, with bubblewrap, its PID namespace.
+/// Killed on drop unless already finished, so a cancelled run leaves nothing
+/// behind either.
+struct RunProcesses {
+    child: tokio::process::Child,
+    /// The leader's process id, which is also the group's id.
+    group: u32,
+    /// Whether the processes live in a PID namespace of their own.
+    namespaced: bool,
+    /// Finishes when the leader has exited. It is observed with `WNOWAIT`, not
+    /// reaped: until `finish` reaps it, the group's id cannot be reused, so
+    /// signalling the group never reaches an unrelated process.
+    leader_exit: tokio::task::JoinHandle<()>,
+    /// Set once `finish` has reaped the leader and waited for the rest.
+    finished: bool,
 }
 
-impl GroupGuard {
-    /// Kill what is left of the group and reap the CLI.
-    async fn finish(&mut self) -> std::io::Result<Option<ExitStatus>> {
+impl RunProcesses {
+    fn new(child: tokio::process::Child, namespaced: bool) -> Result<Self, AgentError> {
+        let Some(group) = child.id() else {
+            return Err(AgentError::Process(std::io::Error::other(
+                "the process exited and was reaped before its id could be read",
+            )));
+        };
+        let leader = Pid::from_raw(i32::try_from(group).expect("process ids fit in i32"));
+        let leader_exit = tokio::task::spawn_blocking(move || {
+            while let Err(nix::errno::Errno::EINTR) =
+                waitid(Id::Pid(leader), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
+            {}
+        });
+        Ok(Self {
+            child,
+            group,
+            namespaced,
+            leader_exit,
+            finished: false,
+        })
+    }
+
+    /// `SIGKILL` to the whole group. Only called while the leader is unreaped.
+    fn kill_group(&self) {
+        let group = Pid::from_raw(i32::try_from(self.group).expect("process ids fit in i32"));
         // ESRCH (nothing left) is the usual answer after a clean exit.
-        let _ = self.child.start_kill();
-        let status = self.child.wait().await;
-        self.reaped = true;
-        status.map(Some)
+        let _ = killpg(group, Signal::SIGKILL);
+    }
+
+    /// The run's PID namespace while its init is alive (once the leader has
+    /// exited, the kernel has already emptied it).
+    fn namespace(&self) -> Option<processes::PidNamespace> {
+        if self.namespaced {
+            processes::child_namespace(self.group)
+        } else {
+            None
+        }
+    }
+
+    /// Kill what is left, reap the leader, and wait until no process of the
+    /// run is alive; an error naming them if some still are after
+    /// [`SURVIVOR_LIMIT`].
+    async fn finish(&mut self) -> Result<ExitStatus, AgentError> {
+        let namespace = self.namespace();
+        self.kill_group();
+        let status = self.child.wait().await.map_err(AgentError::Process)?;
+        self.finished = true;
+        processes::wait_until_gone(self.group, namespace, SURVIVOR_LIMIT)
+            .await
+            .map_err(|survivors| {
+                tracing::error!(survivors = %processes::describe(&survivors), "processes of the agent run outlived it");
+                AgentError::Survivors {
+                    survivors,
+                    waited: SURVIVOR_LIMIT,
+                }
+            })?;
+        Ok(status)
     }
 }
 
-impl Drop for GroupGuard {
+impl Drop for RunProcesses {
     fn drop(&mut self) {
-        if !self.reaped {
-            let _ = self.child.start_kill();
+        if self.finished {
+            return;
+        }
+        // A cancelled run: nothing can be awaited here, so this blocks the
+        // thread until the killed processes are gone (milliseconds).
+        let namespace = self.namespace();
+        self.kill_group();
+        if let Err(survivors) =
+            processes::wait_until_gone_blocking(self.group, namespace, SURVIVOR_LIMIT)
+        {
+            tracing::error!(
+                survivors = %processes::describe(&survivors),
+                "processes of a cancelled agent run outlived it"
+            );
         }
     }
 }
@@ -415,7 +646,7 @@ struct Watched {
 /// Read the CLI's output until it closes: save every line to the transcript,
 /// check the MCP servers on `init`, keep the result.
 async fn watch(
-    group: &mut GroupGuard,
+    processes: &mut RunProcesses,
     stdout: impl AsyncRead + Unpin,
     transcript: tokio::fs::File,
     run: &ClaudeCodeRun,
@@ -429,7 +660,8 @@ async fn watch(
         })
     };
     let mut transcript = tokio::io::BufWriter::new(transcript);
-    let mut lines = BufReader::new(stdout).lines();
+    let mut stdout = BufReader::new(stdout);
+    let mut line = Vec::new();
     let mut watched = Watched {
         result: None,
         stray_stdout: Tail::default(),
@@ -437,27 +669,47 @@ async fn watch(
     let mut init_seen = false;
     let mut leader_exited = false;
     loop {
-        let line = tokio::select! {
-            line = lines.next_line() => line.map_err(|error| WatchError::Agent(AgentError::Process(error)))?,
-            status = group.child.inner_mut().wait(), if !leader_exited => {
-                status.map_err(|error| WatchError::Agent(AgentError::Process(error)))?;
+        let length = tokio::select! {
+            length = read_line_bounded(&mut stdout, &mut line, LINE_LIMIT) => {
+                length.map_err(|error| WatchError::Agent(AgentError::Process(error)))?
+            }
+            _ = &mut processes.leader_exit, if !leader_exited => {
                 leader_exited = true;
                 // Anything the CLI left running goes now, so our pipes close.
-                let _ = group.child.start_kill();
+                processes.kill_group();
                 continue;
             }
         };
-        let Some(line) = line else { break };
+        let Some(length) = length else { break };
         transcript
-            .write_all(line.as_bytes())
+            .write_all(&line)
             .await
             .map_err(transcript_error)?;
         transcript
             .write_all(b"\n")
             .await
             .map_err(transcript_error)?;
-        match output::parse_line(&line) {
-            None => watched.stray_stdout.push(line.as_bytes()),
+        // Line by line, so a run killed at its timeout leaves the whole
+        // transcript up to that moment for the operator to read.
+        transcript.flush().await.map_err(transcript_error)?;
+        let text = String::from_utf8_lossy(&line);
+        if length > line.len() {
+            tracing::warn!(
+                bytes = length,
+                limit = LINE_LIMIT,
+                "Claude Code printed an output line over the limit; kept its start in the transcript"
+            );
+            if text.contains(r#""type":"result""#) {
+                watched.result = Some(Err(format!(
+                    "its result line is {length} bytes, over the {LINE_LIMIT}-byte limit"
+                )));
+            } else {
+                watched.stray_stdout.push(b"(an over-long output line)");
+            }
+            continue;
+        }
+        match output::parse_line(&text) {
+            None => watched.stray_stdout.push(&line),
             Some(Ok(StreamEvent::System(system))) if system.subtype == "init" => {
                 init_seen = true;
                 for server in required {
@@ -478,7 +730,7 @@ async fn watch(
             Some(Ok(StreamEvent::Result(result))) => watched.result = Some(Ok(result)),
             Some(Ok(_)) => {}
             Some(Err(error)) => {
-                if line.contains(r#""type":"result""#) {
+                if text.contains(r#""type":"result""#) {
                     watched.result = Some(Err(error.to_string()));
                 } else {
                     tracing::debug!(%error, "skipping an output line we do not understand");
@@ -494,6 +746,36 @@ async fn watch(
         });
     }
     Ok(watched)
+}
+
+/// Read one line (without its `\n`) into `line`, keeping at most `limit`
+/// bytes of it; the line's whole length, or `None` at the end of the stream.
+/// Memory stays bounded whatever the other side prints.
+async fn read_line_bounded(
+    reader: &mut (impl AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<Option<usize>> {
+    line.clear();
+    let mut length = 0;
+    let mut started = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(started.then_some(length));
+        }
+        started = true;
+        let newline = available.iter().position(|byte| *byte == b'\n');
+        let chunk = &available[..newline.unwrap_or(available.len())];
+        let room = limit.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        length += chunk.len();
+        let consumed = newline.map_or(available.len(), |position| position + 1);
+        reader.consume(consumed);
+        if newline.is_some() {
+            return Ok(Some(length));
+        }
+    }
 }
 
 /// The last [`TAIL_BYTES`] of a stream.
@@ -532,7 +814,7 @@ impl Tail {
 
 /// Copy a stream to `path` (best effort) and keep its tail.
 async fn copy_with_tail(mut stream: impl AsyncRead + Unpin, path: PathBuf, tail: Arc<Mutex<Tail>>) {
-    let mut file = match tokio::fs::File::create(&path).await {
+    let mut file = match create_private_file(&path).await {
         Ok(file) => Some(file),
         Err(error) => {
             tracing::warn!(path = %path.display(), %error, "could not save Claude Code's stderr");
@@ -562,7 +844,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_prompt_comes_last_after_a_separator_and_every_option_is_there() {
+    fn every_option_is_there_and_the_prompt_is_not_an_argument() {
         let claude = ClaudeCode::new(
             ClaudeCodeSettings::new("claude", "claude-opus-4-6")
                 .with_max_turns(7)
@@ -604,8 +886,6 @@ mod tests {
                 "Read,mcp__review__leave_general_comment",
                 "--max-budget-usd",
                 "2.5",
-                "--",
-                "-review this",
             ]
         );
     }

@@ -35,6 +35,36 @@ impl Thinking {
     }
 }
 
+/// How the runner makes sure nothing of a run outlives it.
+///
+/// Killing the CLI's process group is not enough: Claude Code 2.1.330 starts
+/// every `Bash`-tool command in a session of its own (so outside the group),
+/// and anything the agent runs can call `setsid` too. A PID namespace holds
+/// them all: when its first process exits, the kernel kills every other one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessContainment {
+    /// Run the CLI inside a PID namespace of its own, made by bubblewrap
+    /// (`bwrap --unshare-pid --die-with-parent`, the whole filesystem as it
+    /// is). The default. `bwrap` is the executable (a path, or a name looked
+    /// up in `PATH`); Debian and Ubuntu ship it as `bubblewrap`.
+    PidNamespace {
+        /// The `bwrap` executable.
+        bwrap: PathBuf,
+    },
+    /// Only the CLI's process group: a process that starts a session of its
+    /// own escapes the kill. For machines where bubblewrap cannot run;
+    /// the guarantee is weaker, and the runner says so once per run in the log.
+    ProcessGroupOnly,
+}
+
+impl Default for ProcessContainment {
+    fn default() -> Self {
+        Self::PidNamespace {
+            bwrap: PathBuf::from("bwrap"),
+        }
+    }
+}
+
 /// Settings for every Claude Code run.
 #[derive(Debug, Clone)]
 pub struct ClaudeCodeSettings {
@@ -73,11 +103,13 @@ pub struct ClaudeCodeSettings {
     /// Names of variables copied from review-bot's environment (default
     /// [`DEFAULT_INHERITED`]). A GitHub credential is refused.
     pub inherited_environment: Vec<String>,
+    /// How the run's processes are held together and killed.
+    pub containment: ProcessContainment,
 }
 
 impl ClaudeCodeSettings {
     /// Defaults: 30 turns, thinking enabled, 3 API retries, 30 minutes, no
-    /// budget, fresh config directory per run.
+    /// budget, fresh config directory per run, a PID namespace per run.
     pub fn new(executable: impl Into<PathBuf>, model: impl Into<String>) -> Self {
         Self {
             executable: executable.into(),
@@ -95,7 +127,15 @@ impl ClaudeCodeSettings {
                 .iter()
                 .map(|name| (*name).to_owned())
                 .collect(),
+            containment: ProcessContainment::default(),
         }
+    }
+
+    /// Set [`ClaudeCodeSettings::containment`].
+    #[must_use]
+    pub fn with_containment(mut self, containment: ProcessContainment) -> Self {
+        self.containment = containment;
+        self
     }
 
     /// Set [`ClaudeCodeSettings::api_key`].

@@ -107,3 +107,28 @@ async fn a_server_that_fails_to_start_stops_the_run_with_a_clear_error() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn a_tool_call_that_never_answers_ends_at_the_tool_timeout_and_the_run_goes_on() {
+    let Some(harness) = Harness::start(Script::new([
+        Turn::tool("mcp__review__hang", json!({})),
+        Turn::decide(|request| {
+            let results = request.last_tool_results();
+            assert_eq!(results[0].tool_name.as_deref(), Some("mcp__review__hang"));
+            assert!(results[0].is_error, "{results:?}");
+            Turn::text("The tool timed out; carrying on.")
+        }),
+    ]))
+    .await
+    else {
+        return;
+    };
+    let run = harness
+        .run("Call the tool.")
+        .with_mcp(tiny_mcp_server(&[]).with_tool_timeout(std::time::Duration::from_secs(2)));
+
+    let agent_run = harness.claude().run(&run).await.unwrap();
+
+    assert!(agent_run.is_success(), "{agent_run:?}");
+    assert_eq!(harness.server.requests().len(), 2);
+}

@@ -101,7 +101,6 @@ async fn every_flag_the_runner_passes_is_accepted_by_the_pinned_cli() {
         "--no-session-persistence",
         "--allowedTools",
         "--max-budget-usd",
-        "--",
     ] {
         assert!(
             arguments.iter().any(|argument| argument == flag),

@@ -64,10 +64,18 @@ impl Harness {
 
 /// The tiny MCP server fixture (Node), registered as `review`.
 pub fn tiny_mcp_server(env: &[(&str, &str)]) -> McpConfig {
+    tiny_mcp_server_marked(env, None)
+}
+
+/// The tiny MCP server with `marker` as an extra (ignored) argument, so a
+/// test can find it in `/proc` ([`live_processes_with_argument`]).
+pub fn tiny_mcp_server_marked(env: &[(&str, &str)], marker: Option<&str>) -> McpConfig {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures/tiny-mcp-server.js");
     McpConfig::review(McpServerCommand {
         command: find_in_path("node").expect("node is on PATH (the test tools need it)"),
-        args: vec![script.display().to_string()],
+        args: std::iter::once(script.display().to_string())
+            .chain(marker.map(str::to_owned))
+            .collect(),
         env: env
             .iter()
             .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
@@ -81,7 +89,42 @@ fn find_in_path(program: &str) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// Whether a process is gone (exited, or a zombie waiting for init).
+/// A number no other test process uses, for a marker argument
+/// (`sleep <marker>`): nextest runs each test in a process of its own, so our
+/// pid makes it unique among live processes; `slot` tells apart markers of
+/// one test.
+pub fn marker(slot: u32) -> String {
+    (9_000_000_000_u64 + u64::from(std::process::id()) * 10 + u64::from(slot)).to_string()
+}
+
+/// Live processes (not zombies) whose command line holds `argument` as one
+/// of its arguments, by pid as review-bot sees them. This reads the whole
+/// system's `/proc`, so it finds processes in any PID namespace.
+pub fn live_processes_with_argument(argument: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse().ok())
+        else {
+            continue;
+        };
+        let Ok(command_line) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if command_line
+            .split(|byte| *byte == 0)
+            .any(|part| part == argument.as_bytes())
+            && !process_is_gone(pid)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether a process is gone (exited, or a zombie waiting for its parent).
 pub fn process_is_gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,

@@ -150,6 +150,8 @@ struct Shared {
     state: Mutex<ScriptState>,
     /// Set when the server stops: releases requests held by [`Turn::hang`].
     stopping: tokio::sync::watch::Sender<bool>,
+    /// How many main requests have arrived, for [`ModelServer::wait_for_requests`].
+    main_requests: tokio::sync::watch::Sender<usize>,
 }
 
 #[derive(Debug)]
@@ -175,6 +177,7 @@ impl ModelServer {
                 exhausted: 0,
             }),
             stopping: tokio::sync::watch::Sender::new(false),
+            main_requests: tokio::sync::watch::Sender::new(0),
         });
         let router = Router::new()
             .fallback(handle)
@@ -209,6 +212,15 @@ impl ModelServer {
     /// Every request received, in order.
     pub fn all_requests(&self) -> Vec<RecordedRequest> {
         self.recorded_of(None)
+    }
+
+    /// Wait until `count` main requests have arrived, for at most `bound`
+    /// (which only matters when something is wrong); whether they did.
+    pub async fn wait_for_requests(&self, count: usize, bound: std::time::Duration) -> bool {
+        let mut arrived = self.shared.main_requests.subscribe();
+        tokio::time::timeout(bound, arrived.wait_for(|arrived| *arrived >= count))
+            .await
+            .is_ok_and(|waited| waited.is_ok())
     }
 
     /// Turns of the script not used yet.
@@ -290,6 +302,9 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         }
         recorded.sequence = state.recorded.len();
         state.recorded.push(recorded.clone());
+        if recorded.kind == RequestKind::Main {
+            shared.main_requests.send_modify(|count| *count += 1);
+        }
         match recorded.kind {
             RequestKind::Main => state.next_main_turn(),
             RequestKind::Side => Some(state.script.side_answer.clone()),
