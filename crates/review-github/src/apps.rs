@@ -51,12 +51,10 @@ impl GitHubClient {
             .await
         {
             Ok((installation, _)) => Ok(installation.into()),
-            Err(GitHubError::NotFound { .. }) => {
-                self.forget_installation(repository);
-                Err(GitHubError::NoInstallation {
-                    target: repository.to_string(),
-                })
-            }
+            Err(GitHubError::NotFound { .. }) => Err(GitHubError::NoInstallation {
+                target: repository.to_string(),
+                message: "404 Not Found on GET /repos/{owner}/{repo}/installation".to_owned(),
+            }),
             Err(error) => Err(error),
         }
     }

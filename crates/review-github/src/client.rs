@@ -1,21 +1,30 @@
 //! The client: construction, credential resolution, and the typed helpers
 //! every operation module uses (JSON decoding, pagination, status mapping).
 //!
-//! Authentication is octocrab's: a personal access token is a static header;
-//! a GitHub App signs a JWT per `/app/...` request, and for everything else we
-//! hand octocrab an installation id, and it mints, caches, refreshes (30 s
-//! before expiry) and, after a 401, re-mints the installation token once. We
+//! Authentication: a personal access token is a static header; a GitHub App
+//! signs a JWT per `/app/...` request (octocrab). Installation tokens we mint
+//! ourselves through the transport (`POST /app/installations/{id}/access_tokens`
+//! with the JWT), so a rate-limited mint is retried under the rate-limit rules
+//! with GitHub's `retry-after` and message kept; we cache each token, refresh
+//! it 30 s before expiry, and send it through octocrab as a bearer token. We
 //! find the installation per repository (`GET /repos/{o}/{r}/installation`) or
 //! per account (`GET /app/installations`) and cache it.
+//!
+//! Recovery: a 401 on an installation token drops the token and mints a new
+//! one; a mint answered 404 or 403 (the App was uninstalled, reinstalled under
+//! a new id, or suspended) forgets the cached installation and looks it up
+//! again. Each call re-mints once and looks up once at most, then reports
+//! GitHub's message.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use http::StatusCode;
+use chrono::{DateTime, Utc};
+use http::{Method, StatusCode};
 use octocrab::Octocrab;
-use octocrab::models::{AppId, InstallationId};
-use secrecy::ExposeSecret;
+use octocrab::models::AppId;
+use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 
 use crate::error::{CredentialKind, GitHubError};
@@ -23,7 +32,7 @@ use crate::model::{RateLimitSnapshot, RepositoryName};
 use crate::pagination::next_page_path;
 use crate::pulls::PAGE_SIZE;
 use crate::settings::{ClientSettings, Credentials};
-use crate::transport::{ApiRequest, ApiResponse, RecordedWait, SendFailure, Transport};
+use crate::transport::{ApiRequest, ApiResponse, RecordedWait, Retry, SendFailure, Transport};
 use crate::wire;
 
 /// Whose credential a request needs.
@@ -39,15 +48,33 @@ pub(crate) enum Scope {
     Installation(u64),
 }
 
-/// A resolved credential: the octocrab instance that carries it (shared, not
-/// cloned: cloning an installation's octocrab copies its token cache, so a
-/// token minted by the copy would be lost).
+/// A resolved credential: the octocrab instance that carries it.
 struct Resolved {
     client: Arc<Octocrab>,
     credential: CredentialKind,
     cache_scope: String,
+    /// The installation, for an installation token.
+    installation: Option<u64>,
 }
 
+/// A minted installation token, carried by an octocrab instance that sends it.
+struct MintedToken {
+    client: Arc<Octocrab>,
+    expires_at: Option<DateTime<Utc>>,
+}
+
+impl MintedToken {
+    /// Usable for at least 30 more seconds (octocrab's margin, kept).
+    fn fresh(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at
+            .is_none_or(|expires_at| expires_at - chrono::Duration::seconds(30) > now)
+    }
+}
+
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per client, behind its Arc; boxing would only add a pointer chase"
+)]
 enum Authentication {
     Token(Arc<Octocrab>),
     App {
@@ -57,8 +84,10 @@ enum Authentication {
         by_repository: Mutex<HashMap<String, u64>>,
         /// Lower-cased account login → installation id.
         by_account: Mutex<HashMap<String, u64>>,
-        /// Installation id → octocrab carrying that installation's token cache.
-        installations: Mutex<HashMap<u64, Arc<Octocrab>>>,
+        /// Installation id → its current token.
+        tokens: Mutex<HashMap<u64, MintedToken>>,
+        /// Held while minting, so concurrent calls mint one token, not one each.
+        minting: tokio::sync::Mutex<()>,
     },
 }
 
@@ -140,7 +169,8 @@ impl GitHubClient {
                     pinned_installation: *installation_id,
                     by_repository: Mutex::new(HashMap::new()),
                     by_account: Mutex::new(HashMap::new()),
-                    installations: Mutex::new(HashMap::new()),
+                    tokens: Mutex::new(HashMap::new()),
+                    minting: tokio::sync::Mutex::new(()),
                 }
             }
         };
@@ -172,26 +202,68 @@ impl GitHubClient {
         self.inner.transport.settings()
     }
 
+    pub(crate) fn record_wait(
+        &self,
+        route: &'static str,
+        reason: crate::transport::WaitReason,
+        duration: std::time::Duration,
+    ) {
+        self.inner.transport.record_wait(route, reason, duration);
+    }
+
     pub(crate) fn record_rate_limit(&self, snapshot: RateLimitSnapshot) {
         self.inner.transport.rate_limits().record(snapshot);
     }
 
-    /// Sends one request with the credential `scope` needs.
+    /// Sends one request with the credential `scope` needs. With a GitHub
+    /// App, a refused installation token is minted again and a vanished or
+    /// suspended installation is looked up again (see the module doc).
     pub(crate) async fn send(
         &self,
         scope: &Scope,
         request: &ApiRequest,
     ) -> Result<ApiResponse, SendFailure> {
-        let resolved = self.resolve(scope).await?;
-        self.inner
-            .transport
-            .send(
-                &resolved.client,
-                resolved.credential,
-                &resolved.cache_scope,
-                request,
-            )
-            .await
+        let (mut reminted, mut looked_up_again) = (false, false);
+        loop {
+            let resolved = match self.resolve(scope).await {
+                Ok(resolved) => resolved,
+                Err(GitHubError::NoInstallation { .. })
+                    if !looked_up_again && self.forget_installation_of(scope) =>
+                {
+                    looked_up_again = true;
+                    tracing::warn!(
+                        route = request.route,
+                        "the GitHub App installation is gone or suspended; looking it up again"
+                    );
+                    continue;
+                }
+                Err(error) => return Err(error.into()),
+            };
+            let result = self
+                .inner
+                .transport
+                .send(
+                    &resolved.client,
+                    resolved.credential,
+                    &resolved.cache_scope,
+                    request,
+                )
+                .await;
+            if let (Err(SendFailure::Error(GitHubError::Unauthorized { .. })), Some(installation)) =
+                (&result, resolved.installation)
+                && !reminted
+            {
+                reminted = true;
+                tracing::warn!(
+                    route = request.route,
+                    installation,
+                    "GitHub refused the installation token; minting a new one"
+                );
+                self.forget_token(installation);
+                continue;
+            }
+            return result;
+        }
     }
 
     /// Sends a request that is safe to retry and turns error statuses into errors.
@@ -247,11 +319,21 @@ impl GitHubClient {
             all_cached &= answer.from_cache;
             let page: Page = decode(&request, &answer)?;
             collected.extend(items(page));
-            let next = answer
-                .headers
-                .get(http::header::LINK)
-                .and_then(|value| value.to_str().ok())
-                .and_then(next_page_path);
+            let next = match answer.headers.get(http::header::LINK) {
+                None => None,
+                Some(value) => value
+                    .to_str()
+                    .map_err(|_| "it is not text".to_owned())
+                    .and_then(next_page_path)
+                    .map_err(|problem| GitHubError::UnexpectedResponse {
+                        method: request.method.to_string(),
+                        route: request.route,
+                        detail: format!(
+                            "its Link header could not be parsed ({problem}), so the list may be \
+                             incomplete"
+                        ),
+                    })?,
+            };
             match next {
                 Some(path) if pages < max_pages => request.path = path,
                 Some(_) => {
@@ -264,6 +346,8 @@ impl GitHubClient {
                         items: collected,
                         truncated: true,
                         unchanged: all_cached,
+                        pages,
+                        route: request.route,
                     });
                 }
                 None => {
@@ -271,6 +355,8 @@ impl GitHubClient {
                         items: collected,
                         truncated: false,
                         unchanged: all_cached,
+                        pages,
+                        route: request.route,
                     });
                 }
             }
@@ -320,6 +406,7 @@ impl GitHubClient {
                     client: client.clone(),
                     credential: CredentialKind::PersonalAccessToken,
                     cache_scope: "token".to_owned(),
+                    installation: None,
                 });
             }
             Authentication::App {
@@ -334,6 +421,7 @@ impl GitHubClient {
                     client: app_client.clone(),
                     credential: CredentialKind::AppJsonWebToken,
                     cache_scope: "app".to_owned(),
+                    installation: None,
                 });
             }
             (Scope::Installation(id), _) => *id,
@@ -345,39 +433,139 @@ impl GitHubClient {
                 Box::pin(self.installation_for_account(account)).await?
             }
         };
-        self.installation_client(installation_id)
+        let client = Box::pin(self.installation_token(installation_id)).await?;
+        Ok(Resolved {
+            client,
+            credential: CredentialKind::AppInstallationToken,
+            cache_scope: format!("installation:{installation_id}"),
+            installation: Some(installation_id),
+        })
     }
 
-    fn installation_client(&self, installation_id: u64) -> Result<Resolved, GitHubError> {
+    /// An octocrab carrying a fresh token of `installation_id`, minted when
+    /// the cached one is missing or about to expire.
+    async fn installation_token(&self, installation_id: u64) -> Result<Arc<Octocrab>, GitHubError> {
         let Authentication::App {
             app_client,
-            installations,
+            tokens,
+            minting,
             ..
         } = &self.inner.authentication
         else {
             unreachable!("installations exist only with App authentication");
         };
-        let mut installations = installations.lock().expect("installations lock");
-        let client = if let Some(client) = installations.get(&installation_id) {
-            client.clone()
-        } else {
-            let client = Arc::new(
-                app_client
-                    .installation(InstallationId(installation_id))
-                    .map_err(|error| {
-                        GitHubError::Settings(format!(
-                            "could not use installation {installation_id}: {error}"
-                        ))
-                    })?,
-            );
-            installations.insert(installation_id, client.clone());
-            client
+        let cached = |now| {
+            tokens
+                .lock()
+                .expect("installation tokens lock")
+                .get(&installation_id)
+                .filter(|token| token.fresh(now))
+                .map(|token| token.client.clone())
         };
-        Ok(Resolved {
-            client,
-            credential: CredentialKind::AppInstallationToken,
-            cache_scope: format!("installation:{installation_id}"),
-        })
+        if let Some(client) = cached(Utc::now()) {
+            return Ok(client);
+        }
+        let _minting = minting.lock().await;
+        if let Some(client) = cached(Utc::now()) {
+            return Ok(client);
+        }
+        let route = "/app/installations/{installation_id}/access_tokens";
+        let mut request = ApiRequest::write(
+            Method::POST,
+            route,
+            format!("/app/installations/{installation_id}/access_tokens"),
+            Some(serde_json::json!({})),
+            // A second token is harmless: minting is safe to repeat.
+            Retry::Safe,
+        );
+        // Minting creates no content: no write spacing.
+        request.spaced = false;
+        let answer = self
+            .inner
+            .transport
+            .send(app_client, CredentialKind::AppJsonWebToken, "app", &request)
+            .await
+            .map_err(|failure| match failure {
+                SendFailure::Error(error) => error,
+                SendFailure::MaybeApplied(cause) => GitHubError::Transport {
+                    method: "POST".to_owned(),
+                    route,
+                    attempts: 1,
+                    detail: cause,
+                },
+            })?;
+        match answer.status {
+            StatusCode::NOT_FOUND | StatusCode::FORBIDDEN => {
+                return Err(GitHubError::NoInstallation {
+                    target: format!("installation {installation_id}"),
+                    message: format!("{} {}", answer.status.as_u16(), answer.error_message()),
+                });
+            }
+            _ => {}
+        }
+        let answer = ensure_success(&request, answer)?;
+        let minted: wire::InstallationAccessToken = decode(&request, &answer)?;
+        let client = Arc::new(
+            app_client
+                .user_access_token(SecretString::from(minted.token))
+                .map_err(|error| {
+                    GitHubError::Settings(format!(
+                        "could not use installation {installation_id}'s token: {error}"
+                    ))
+                })?,
+        );
+        tokens.lock().expect("installation tokens lock").insert(
+            installation_id,
+            MintedToken {
+                client: client.clone(),
+                expires_at: minted.expires_at,
+            },
+        );
+        Ok(client)
+    }
+
+    /// Drops the cached token of `installation_id` (GitHub refused it).
+    fn forget_token(&self, installation_id: u64) {
+        if let Authentication::App { tokens, .. } = &self.inner.authentication {
+            tokens
+                .lock()
+                .expect("installation tokens lock")
+                .remove(&installation_id);
+        }
+    }
+
+    /// Forgets what `scope`'s installation was cached as, so the next resolve
+    /// looks it up again. False when there is nothing to look up (a pinned
+    /// or explicit installation, a personal access token, the App itself).
+    fn forget_installation_of(&self, scope: &Scope) -> bool {
+        let Authentication::App {
+            pinned_installation: None,
+            by_repository,
+            by_account,
+            tokens,
+            ..
+        } = &self.inner.authentication
+        else {
+            return false;
+        };
+        let forgotten = match scope {
+            Scope::Repository(repository) => by_repository
+                .lock()
+                .expect("installation map lock")
+                .remove(&repository.to_string()),
+            Scope::Account(account) => by_account
+                .lock()
+                .expect("installation map lock")
+                .remove(&account.to_ascii_lowercase()),
+            Scope::App | Scope::Installation(_) => None,
+        };
+        if let Some(installation) = forgotten {
+            tokens
+                .lock()
+                .expect("installation tokens lock")
+                .remove(&installation);
+        }
+        forgotten.is_some()
     }
 
     /// `GET /repos/{owner}/{repo}/installation`, cached.
@@ -424,17 +612,11 @@ impl GitHubClient {
             .copied()
             .ok_or_else(|| GitHubError::NoInstallation {
                 target: format!("the account {account}"),
+                message: format!(
+                    "none of the App's {} installations is on this account",
+                    installations.len()
+                ),
             })
-    }
-
-    /// Forgets the cached installation of `repository` (after GitHub said it is gone).
-    pub(crate) fn forget_installation(&self, repository: &RepositoryName) {
-        if let Authentication::App { by_repository, .. } = &self.inner.authentication {
-            by_repository
-                .lock()
-                .expect("installation map lock")
-                .remove(&repository.to_string());
-        }
     }
 }
 
@@ -442,8 +624,45 @@ impl GitHubClient {
 #[derive(Debug)]
 pub(crate) struct Paged<T> {
     pub items: Vec<T>,
+    /// The page cap cut the list short: an item not in `items` may exist.
     pub truncated: bool,
     pub unchanged: bool,
+    /// Pages read.
+    pub pages: usize,
+    /// Route template of the list.
+    pub route: &'static str,
+}
+
+impl<T> Paged<T> {
+    /// The same list with every item converted.
+    pub fn map<U>(self, convert: impl FnMut(T) -> U) -> Paged<U> {
+        Paged {
+            items: self.items.into_iter().map(convert).collect(),
+            truncated: self.truncated,
+            unchanged: self.unchanged,
+            pages: self.pages,
+            route: self.route,
+        }
+    }
+
+    /// The first item matching `predicate`; when none does and the list was
+    /// cut short, "unknown" ([`GitHubError::IncompleteList`]), never "absent".
+    pub fn find_or_unknown(
+        self,
+        what: &str,
+        predicate: impl FnMut(&T) -> bool,
+    ) -> Result<Option<T>, GitHubError> {
+        let (truncated, pages, route) = (self.truncated, self.pages, self.route);
+        match self.items.into_iter().find(predicate) {
+            Some(found) => Ok(Some(found)),
+            None if truncated => Err(GitHubError::IncompleteList {
+                route,
+                pages,
+                what: what.to_owned(),
+            }),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Decodes a JSON answer, or says what was wrong with it.
@@ -505,13 +724,31 @@ pub(crate) fn status_error(request: &ApiRequest, answer: &ApiResponse) -> GitHub
     }
 }
 
-/// Percent-encodes path segments (label names, refs) into `/a/b/c`.
+/// Characters a path segment keeps as they are: RFC 3986's unreserved set.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Percent-encodes path segments (label names, refs) into `/a/b/c`. Every
+/// segment is data: a `.` or `..` segment is sent as `%2E` or `%2E%2E`, never
+/// as a dot segment a URL parser or server would collapse (a label named
+/// `..` must not turn "remove this label" into "remove all labels").
 pub(crate) fn encoded_path(segments: &[&str]) -> String {
-    let mut url = url::Url::parse("http://encoder.invalid/").expect("static URL parses");
-    url.path_segments_mut()
-        .expect("http URLs have path segments")
-        .extend(segments);
-    url.path().to_owned()
+    let mut path = String::new();
+    for segment in segments {
+        path.push('/');
+        if segment.chars().all(|character| character == '.') && !segment.is_empty() {
+            path.push_str(&"%2E".repeat(segment.len()));
+        } else {
+            path.extend(percent_encoding::utf8_percent_encode(segment, PATH_SEGMENT));
+        }
+    }
+    if path.is_empty() {
+        path.push('/');
+    }
+    path
 }
 
 /// `/repos/{owner}/{repo}` followed by `rest`, encoded.
@@ -547,6 +784,16 @@ mod tests {
             ]),
             "/repos/o/r/issues/1/labels/needs%20review%2Fnow"
         );
+    }
+
+    #[test]
+    fn dot_segments_are_data() {
+        assert_eq!(
+            encoded_path(&["repos", "o", "r", "issues", "1", "labels", ".."]),
+            "/repos/o/r/issues/1/labels/%2E%2E"
+        );
+        assert_eq!(encoded_path(&["a", ".", "b"]), "/a/%2E/b");
+        assert_eq!(encoded_path(&["v1.2", "...x"]), "/v1.2/...x");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use http::Method;
 
-use crate::client::{GitHubClient, Scope, repository_path};
+use crate::client::{GitHubClient, Paged, Scope, repository_path};
 use crate::error::GitHubError;
 use review_core::footer::own_footer;
 
@@ -32,6 +32,15 @@ impl GitHubClient {
         repository: &RepositoryName,
         number: u64,
     ) -> Result<Vec<ReviewComment>, GitHubError> {
+        Ok(self.review_comments_paged(repository, number).await?.items)
+    }
+
+    /// The review comments, with whether the page cap cut the list short.
+    pub(crate) async fn review_comments_paged(
+        &self,
+        repository: &RepositoryName,
+        number: u64,
+    ) -> Result<Paged<ReviewComment>, GitHubError> {
         let paged = self
             .get_repository_pages(
                 repository,
@@ -41,7 +50,7 @@ impl GitHubClient {
                 |page: Vec<wire::ReviewComment>| page,
             )
             .await?;
-        Ok(paged.items.into_iter().map(Into::into).collect())
+        Ok(paged.map(Into::into))
     }
 
     /// `GET /repos/{owner}/{repo}/issues/{issue_number}/comments`, every page
@@ -51,6 +60,15 @@ impl GitHubClient {
         repository: &RepositoryName,
         number: u64,
     ) -> Result<Vec<IssueComment>, GitHubError> {
+        Ok(self.issue_comments_paged(repository, number).await?.items)
+    }
+
+    /// The conversation comments, with whether the page cap cut the list short.
+    pub(crate) async fn issue_comments_paged(
+        &self,
+        repository: &RepositoryName,
+        number: u64,
+    ) -> Result<Paged<IssueComment>, GitHubError> {
         let paged = self
             .get_repository_pages(
                 repository,
@@ -60,7 +78,7 @@ impl GitHubClient {
                 |page: Vec<wire::IssueComment>| page,
             )
             .await?;
-        Ok(paged.items.into_iter().map(Into::into).collect())
+        Ok(paged.map(Into::into))
     }
 
     /// Replies in the thread of top-level review comment `comment_id`
@@ -93,14 +111,12 @@ impl GitHubClient {
         );
         let what = format!("reply to review comment {comment_id} on {repository}#{number}");
         let find = || async {
-            Ok(self
-                .list_review_comments(repository, number)
+            self.review_comments_paged(repository, number)
                 .await?
-                .into_iter()
-                .find(|existing| {
+                .find_or_unknown(&what, |existing| {
                     existing.in_reply_to == Some(comment_id)
                         && is_our_comment(&existing.body, thread_id, body)
-                }))
+                })
         };
         let outcome = self
             .post_checked::<wire::ReviewComment, ReviewComment, _, _>(
@@ -142,11 +158,11 @@ impl GitHubClient {
         );
         let what = format!("comment on {repository}#{number}");
         let find = || async {
-            Ok(self
-                .list_issue_comments(repository, number)
+            self.issue_comments_paged(repository, number)
                 .await?
-                .into_iter()
-                .find(|existing| is_our_comment(&existing.body, thread_id, body)))
+                .find_or_unknown(&what, |existing| {
+                    is_our_comment(&existing.body, thread_id, body)
+                })
         };
         let outcome = self
             .post_checked::<wire::IssueComment, IssueComment, _, _>(

@@ -5,14 +5,16 @@
 //! `If-None-Match`; GitHub answers 304 when nothing changed, which costs no
 //! rate-limit budget, and we serve the remembered body.
 //!
-//! The cache is bounded twice — by entry count and by total body bytes — and
-//! evicts the least recently used entry first, so a daemon polling many
-//! repositories for weeks keeps a fixed memory footprint.
+//! The cache is bounded twice — by entry count and by total bytes (keys,
+//! `ETag`s, bodies, `Link`s) — and evicts the least recently used entry first,
+//! so a daemon polling many repositories for weeks keeps a fixed memory
+//! footprint. The recency order is `hashlink`'s `LruCache` (the crate sqlx
+//! already brings in); this module only keeps the byte count beside it.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use bytes::Bytes;
+use hashlink::LruCache;
 
 /// A remembered answer.
 #[derive(Debug, Clone)]
@@ -26,18 +28,11 @@ pub(crate) struct CachedAnswer {
 }
 
 #[derive(Debug)]
-struct Entry {
-    answer: CachedAnswer,
-    last_used: u64,
-}
-
-#[derive(Debug, Default)]
 struct State {
-    entries: HashMap<String, Entry>,
-    /// `last_used` tick → key, oldest first.
-    recency: BTreeMap<u64, String>,
+    /// Answers by request key, least recently used first.
+    entries: LruCache<String, CachedAnswer>,
+    /// Total size of the entries, as [`ConditionalCache::size_of`] counts it.
     bytes: usize,
-    tick: u64,
 }
 
 /// A least-recently-used map from request key to answer, bounded by entries
@@ -55,21 +50,17 @@ impl ConditionalCache {
         Self {
             max_entries,
             max_bytes,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                entries: LruCache::new_unbounded(),
+                bytes: 0,
+            }),
         }
     }
 
     /// The answer remembered for `key`, marking it recently used.
     pub fn get(&self, key: &str) -> Option<CachedAnswer> {
         let mut state = self.state.lock().expect("conditional cache lock");
-        state.tick += 1;
-        let tick = state.tick;
-        let entry = state.entries.get_mut(key)?;
-        let previous = std::mem::replace(&mut entry.last_used, tick);
-        let answer = entry.answer.clone();
-        state.recency.remove(&previous);
-        state.recency.insert(tick, key.to_owned());
-        Some(answer)
+        state.entries.get(key).cloned()
     }
 
     /// Remembers `answer` for `key`, evicting the oldest entries to stay within
@@ -78,42 +69,26 @@ impl ConditionalCache {
     pub fn insert(&self, key: String, answer: CachedAnswer) {
         let size = Self::size_of(&key, &answer);
         let mut state = self.state.lock().expect("conditional cache lock");
-        Self::remove_locked(&mut state, &key);
+        if let Some(previous) = state.entries.remove(&key) {
+            state.bytes -= Self::size_of(&key, &previous);
+        }
         if self.max_entries == 0 || size > self.max_bytes / 4 {
             return;
         }
         while state.entries.len() >= self.max_entries || state.bytes + size > self.max_bytes {
-            let Some((_, oldest)) = state.recency.pop_first() else {
+            let Some((oldest_key, oldest)) = state.entries.remove_lru() else {
                 break;
             };
-            if let Some(entry) = state.entries.remove(&oldest) {
-                state.bytes -= Self::size_of(&oldest, &entry.answer);
-            }
+            state.bytes -= Self::size_of(&oldest_key, &oldest);
         }
-        state.tick += 1;
-        let tick = state.tick;
-        state.recency.insert(tick, key.clone());
         state.bytes += size;
-        state.entries.insert(
-            key,
-            Entry {
-                answer,
-                last_used: tick,
-            },
-        );
+        state.entries.insert(key, answer);
     }
 
     /// How many entries and bytes are held.
     pub fn usage(&self) -> (usize, usize) {
         let state = self.state.lock().expect("conditional cache lock");
         (state.entries.len(), state.bytes)
-    }
-
-    fn remove_locked(state: &mut State, key: &str) {
-        if let Some(entry) = state.entries.remove(key) {
-            state.recency.remove(&entry.last_used);
-            state.bytes -= Self::size_of(key, &entry.answer);
-        }
     }
 
     fn size_of(key: &str, answer: &CachedAnswer) -> usize {

@@ -115,10 +115,14 @@ pub enum GitHubError {
 
     /// The primary rate limit is spent and resets later than we are willing to wait.
     #[error(
-        "GitHub rate limit exhausted for this token; resets at {reset_at} ({resource} budget); \
-         reduce poll frequency or use a GitHub App"
+        "GitHub rate limit exhausted for this {subject}; resets at {reset_at} ({resource} \
+         budget); {hint}",
+        subject = budget_subject(*credential),
+        hint = exhausted_hint(*credential)
     )]
     RateLimitExhausted {
+        /// Whose budget is spent.
+        credential: CredentialKind,
         /// The rate-limit resource (`core`, `search`, …).
         resource: String,
         /// When GitHub refills the budget.
@@ -129,7 +133,7 @@ pub enum GitHubError {
     #[error(
         "GitHub's secondary rate limit refused {method} {route} {attempts} times (last wait asked: \
          {retry_after:?}); reduce concurrency or raise the write spacing \
-         (REVIEW_BOT_GITHUB_WRITE_SPACING)"
+         (REVIEW_BOT_GITHUB_WRITE_SPACING_MS)"
     )]
     SecondaryRateLimit {
         /// HTTP method.
@@ -232,19 +236,59 @@ pub enum GitHubError {
         message: String,
     },
 
-    /// The GitHub App is not installed where we need it.
+    /// The GitHub App has no usable installation where we need it (not installed,
+    /// uninstalled, or suspended).
     #[error(
-        "the GitHub App is not installed on {target}: install it there, or set \
-         REVIEW_BOT_GITHUB_APP_INSTALLATION_ID"
+        "the GitHub App has no usable installation on {target} (GitHub said: {message}): install \
+         the App there, or unsuspend it in the account's settings (Settings → GitHub Apps); \
+         with REVIEW_BOT_GITHUB_APP_INSTALLATION_ID set, check it names the current installation"
     )]
     NoInstallation {
-        /// The repository or account.
+        /// The repository, account or installation.
         target: String,
+        /// GitHub's `message` (`Not Found`, `This installation has been suspended`, …).
+        message: String,
+    },
+
+    /// A list was longer than the pages we read, so an item missing from what we read
+    /// may still exist: "unknown", never "absent".
+    #[error(
+        "{route} lists more than {pages} pages, the most the client reads, so whether {what} is \
+         on GitHub is unknown; nothing was posted: look at the pull request on GitHub (it has \
+         an unusual number of reviews or comments) before retrying"
+    )]
+    IncompleteList {
+        /// Route template of the list.
+        route: &'static str,
+        /// Pages read.
+        pages: usize,
+        /// What was looked for.
+        what: String,
     },
 
     /// A caller passed something that cannot be sent (bad repository name, …).
     #[error("invalid input for GitHub: {0}")]
     InvalidInput(String),
+}
+
+/// Whose budget a spent rate limit is, in words.
+fn budget_subject(kind: CredentialKind) -> &'static str {
+    match kind {
+        CredentialKind::PersonalAccessToken => "token",
+        CredentialKind::AppJsonWebToken => "GitHub App (its JWT budget)",
+        CredentialKind::AppInstallationToken => "GitHub App installation",
+    }
+}
+
+/// What to do about a spent primary budget, per credential kind.
+fn exhausted_hint(kind: CredentialKind) -> &'static str {
+    match kind {
+        CredentialKind::PersonalAccessToken => "reduce poll frequency or use a GitHub App",
+        CredentialKind::AppJsonWebToken | CredentialKind::AppInstallationToken => {
+            "reduce poll frequency or the number of repositories polled (an installation's \
+             budget grows with the organisation: 5,000 to 12,500 requests an hour)"
+        }
+    }
 }
 
 fn format_details(errors: &[String]) -> String {

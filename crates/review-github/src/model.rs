@@ -245,6 +245,13 @@ pub struct PostedReview {
     /// When the body was longer than GitHub takes: the conversation comments
     /// carrying its second and later parts, in order (empty otherwise).
     pub continuation_comments: Vec<IssueComment>,
+    /// How many of `continuation_comments` this call posted (the others were
+    /// already on GitHub: a retry after a crash posts only what is missing).
+    pub continuations_posted: usize,
+    /// Continuation parts the existing review announces that are not on
+    /// GitHub and could not be rebuilt (its body matches no plan this call
+    /// can make, e.g. the diff changed since); 0 when nothing is missing.
+    pub continuations_missing: usize,
 }
 
 /// What creating a reply or comment did.

@@ -18,7 +18,14 @@
 //! listed in the body instead, and a body longer than that is split
 //! ([`split_body`]): the review carries the first part and its footer, and
 //! each further part follows as a conversation comment (one checked post
-//! each, found by its exact body on a retry). Nothing is cut away.
+//! each). Nothing is cut away.
+//!
+//! A retry that finds the review already posted (a crash, a lost answer)
+//! rebuilds what that post was: the planned body, the body after a 422
+//! recovery, or every comment in the body — whichever plan's first part is
+//! the review's body — and posts the continuation parts that are missing.
+//! Continuations carry the review's `review::` id and "part k of n", so the
+//! parts already on the conversation are found and not posted twice.
 
 use std::fmt::Write as _;
 
@@ -29,7 +36,7 @@ use review_core::footer::own_footer;
 use review_core::payload::{describe_lines, fits_github, inline_code, split_body};
 
 use crate::anchoring;
-use crate::client::{GitHubClient, Scope, repository_path};
+use crate::client::{GitHubClient, Paged, Scope, repository_path};
 use crate::error::GitHubError;
 use crate::model::{
     IssueComment, PayloadComment, PostedReview, RepositoryName, Review, ReviewId, ReviewPayload,
@@ -53,6 +60,15 @@ impl GitHubClient {
         repository: &RepositoryName,
         number: u64,
     ) -> Result<Vec<Review>, GitHubError> {
+        Ok(self.reviews_paged(repository, number).await?.items)
+    }
+
+    /// The reviews, with whether the page cap cut the list short.
+    async fn reviews_paged(
+        &self,
+        repository: &RepositoryName,
+        number: u64,
+    ) -> Result<Paged<Review>, GitHubError> {
         let paged = self
             .get_repository_pages(
                 repository,
@@ -62,22 +78,24 @@ impl GitHubClient {
                 |page: Vec<wire::Review>| page,
             )
             .await?;
-        Ok(paged.items.into_iter().map(Into::into).collect())
+        Ok(paged.map(Into::into))
     }
 
     /// The review whose own footer carries `review::{review_id}` (a quote of
-    /// it in someone else's review does not count), if any.
+    /// it in someone else's review does not count), if any. When the list is
+    /// longer than the pages we read and the review is not among them, the
+    /// answer is unknown: [`GitHubError::IncompleteList`], never `None`.
     pub async fn find_review(
         &self,
         repository: &RepositoryName,
         number: u64,
         review_id: ReviewId,
     ) -> Result<Option<Review>, GitHubError> {
-        Ok(self
-            .list_reviews(repository, number)
+        self.reviews_paged(repository, number)
             .await?
-            .into_iter()
-            .find(|review| own_footer(&review.body).review == Some(review_id)))
+            .find_or_unknown(&format!("review::{review_id}"), |review| {
+                own_footer(&review.body).review == Some(review_id)
+            })
     }
 
     /// Posts `review` once, with every comment GitHub accepts inline and the
@@ -113,29 +131,25 @@ impl GitHubClient {
         review: &ReviewPayload,
         review_id: Option<ReviewId>,
     ) -> Result<PostedReview, GitHubError> {
-        // Comments GitHub would refuse for their length go to the body up front.
-        let (fitting, too_long): (Vec<PayloadComment>, Vec<PayloadComment>) = review
-            .comments
-            .iter()
-            .cloned()
-            .partition(|comment| fits_github(&comment.body));
-        let planned_body = if too_long.is_empty() {
-            review.body.clone()
-        } else {
+        let planned = Plan::first(review);
+        if !planned.moved_to_body.is_empty() {
             tracing::warn!(
-                comments = too_long.len(),
+                comments = planned.moved_to_body.len(),
                 "inline comments longer than GitHub takes; listing them in the body"
             );
-            with_outside_section(&review.body, &too_long)
-        };
-
+        }
         if let Some(review_id) = review_id
             && let Some(existing) = self
-                .already_posted(repository, number, review_id, &planned_body)
+                .already_posted(repository, number, review, review_id, planned.clone())
                 .await?
         {
             return Ok(existing);
         }
+        let Plan {
+            body: planned_body,
+            inline: fitting,
+            moved_to_body: too_long,
+        } = planned;
 
         let first = self
             .create_review(
@@ -149,13 +163,7 @@ impl GitHubClient {
             .await?;
         let error = match first {
             Attempted::Posted(posted) => {
-                return Ok(PostedReview {
-                    review: posted.review,
-                    already_existed: posted.found,
-                    inline_count: fitting.len(),
-                    moved_to_body: too_long,
-                    continuation_comments: posted.continuation_comments,
-                });
+                return Ok(posted.into_posted(fitting.len(), too_long));
             }
             Attempted::Refused(error) => error,
         };
@@ -185,13 +193,7 @@ impl GitHubClient {
                 Attempted::Posted(posted) => {
                     let mut moved_to_body = too_long;
                     moved_to_body.extend(outside);
-                    return Ok(PostedReview {
-                        review: posted.review,
-                        already_existed: posted.found,
-                        inline_count: inline.len(),
-                        moved_to_body,
-                        continuation_comments: posted.continuation_comments,
-                    });
+                    return Ok(posted.into_posted(inline.len(), moved_to_body));
                 }
                 Attempted::Refused(error) if is_anchoring_refusal(&error) => {
                     tracing::warn!(%error, "GitHub still refused an inline line; posting every comment in the body");
@@ -205,26 +207,26 @@ impl GitHubClient {
             .create_review(repository, number, review, review_id, &body, &[])
             .await?
         {
-            Attempted::Posted(posted) => Ok(PostedReview {
-                review: posted.review,
-                already_existed: posted.found,
-                inline_count: 0,
-                moved_to_body: review.comments.clone(),
-                continuation_comments: posted.continuation_comments,
-            }),
+            Attempted::Posted(posted) => Ok(posted.into_posted(0, review.comments.clone())),
             Attempted::Refused(error) => Err(error),
         }
     }
 
-    /// The review carrying `review::{review_id}`, if one exists, with any
-    /// continuation comments of `planned_body` a crash kept from being posted
-    /// posted now (each found by its exact body first).
+    /// The review carrying `review::{review_id}`, if one exists, with the
+    /// continuation comments a crash kept from being posted posted now. The
+    /// post that created it is rebuilt: `planned` (no 422), every comment in
+    /// the body (two 422s), or the 422 recovery from the PR's files (one
+    /// more read, only when the first two do not match). A plan matches when
+    /// its first part is the review's body and it has as many inline comments
+    /// as the review has on GitHub: the first parts of two plans can be equal
+    /// when the "Outside the diff" section falls in a later part.
     async fn already_posted(
         &self,
         repository: &RepositoryName,
         number: u64,
+        review: &ReviewPayload,
         review_id: ReviewId,
-        planned_body: &str,
+        planned: Plan,
     ) -> Result<Option<PostedReview>, GitHubError> {
         let Some(existing) = self.find_review(repository, number, review_id).await? else {
             return Ok(None);
@@ -235,65 +237,188 @@ impl GitHubClient {
             %review_id,
             "the review already exists; not posting it again"
         );
-        let parts = split_body(planned_body);
-        let continuation_comments = if parts.len() < 2 {
-            Vec::new()
-        } else if same_body(&existing.body, &parts[0]) {
-            self.post_continuations(repository, number, &parts[1..], true)
+        let inline_on_github = self
+            .list_review_comments(repository, number)
+            .await?
+            .iter()
+            .filter(|comment| comment.review_id == Some(existing.id))
+            .count();
+        let matches = |plan: &Plan| {
+            plan.inline.len() == inline_on_github
+                && same_body(&existing.body, &split_body(&plan.body)[0])
+        };
+        let all_in_body = Plan {
+            body: with_outside_section(&review.body, &review.comments),
+            inline: Vec::new(),
+            moved_to_body: review.comments.clone(),
+        };
+        let mut rebuilt = [planned, all_in_body]
+            .into_iter()
+            .find(|plan| matches(plan));
+        if rebuilt.is_none() {
+            rebuilt = self
+                .recovered_plan(repository, number, review)
                 .await?
-        } else {
-            // The review was posted after a 422 recovery, so its parts differ
-            // from this plan and cannot be rebuilt here.
+                .filter(|plan| matches(plan));
+        }
+        let Some(plan) = rebuilt else {
+            let missing = self
+                .unrebuildable_continuations(repository, number, review_id, &existing.body)
+                .await?;
             tracing::warn!(
                 %review_id,
-                "the existing review's body differs from the planned one; its continuation \
-                 comments, if any are missing, are not re-posted: check the pull request"
+                missing,
+                "the existing review matches no post this call can rebuild; its missing \
+                 continuation comments cannot be posted: check the pull request"
             );
-            Vec::new()
+            return Ok(Some(PostedReview {
+                review: existing,
+                already_existed: true,
+                inline_count: 0,
+                moved_to_body: Vec::new(),
+                continuation_comments: Vec::new(),
+                continuations_posted: 0,
+                continuations_missing: missing,
+            }));
         };
+        let parts = split_body(&plan.body);
+        let (continuation_comments, continuations_posted) = self
+            .post_continuations(repository, number, &parts[1..], Some(review_id), true)
+            .await?;
+        if continuations_posted > 0 {
+            tracing::info!(
+                %review_id,
+                continuations_posted,
+                "posted the continuation comments a previous run did not"
+            );
+        }
         Ok(Some(PostedReview {
             review: existing,
             already_existed: true,
-            inline_count: 0,
-            moved_to_body: Vec::new(),
+            inline_count: plan.inline.len(),
+            moved_to_body: plan.moved_to_body,
             continuation_comments,
+            continuations_posted,
+            continuations_missing: 0,
         }))
     }
 
+    /// The plan a 422 recovery would post: comments GitHub cannot anchor, by
+    /// the PR's files, moved to the body. `None` when nothing would move.
+    async fn recovered_plan(
+        &self,
+        repository: &RepositoryName,
+        number: u64,
+        review: &ReviewPayload,
+    ) -> Result<Option<Plan>, GitHubError> {
+        let Plan {
+            body: planned_body,
+            inline: fitting,
+            moved_to_body: too_long,
+        } = Plan::first(review);
+        if fitting.is_empty() {
+            return Ok(None);
+        }
+        let files = self.list_pull_request_files(repository, number).await?;
+        let Some((inline, outside)) = anchoring::partition(&fitting, &files) else {
+            return Ok(None);
+        };
+        if outside.is_empty() {
+            return Ok(None);
+        }
+        let body = with_outside_section(&planned_body, &outside);
+        let mut moved_to_body = too_long;
+        moved_to_body.extend(outside);
+        Ok(Some(Plan {
+            body,
+            inline,
+            moved_to_body,
+        }))
+    }
+
+    /// For a review whose post cannot be rebuilt: how many of the
+    /// continuation parts its body announces are not on the conversation.
+    async fn unrebuildable_continuations(
+        &self,
+        repository: &RepositoryName,
+        number: u64,
+        review_id: ReviewId,
+        body: &str,
+    ) -> Result<usize, GitHubError> {
+        let Some(total) = announced_parts(body) else {
+            return Ok(0);
+        };
+        let present = self
+            .list_issue_comments(repository, number)
+            .await?
+            .iter()
+            .filter(|comment| {
+                own_footer(&comment.body).review == Some(review_id)
+                    && part_marker(&comment.body).is_some()
+            })
+            .count();
+        Ok(total.saturating_sub(1).saturating_sub(present))
+    }
+
     /// Posts the parts after the first of a split body, in order, as
-    /// conversation comments. With `check_existing` (the review was already
-    /// there: a retry after a crash), the conversation is read once first and
-    /// a part already on it, found by its exact body, is not posted again.
+    /// conversation comments; returns them and how many were posted now.
+    /// With `check_existing` (the review was already there: a retry after a
+    /// crash), the conversation is read once first and a part already on it —
+    /// the same `review::` id and "part k of n", or the exact body — is not
+    /// posted again. A part missing from a conversation longer than the pages
+    /// we read is unknown: an error, not a second copy.
     async fn post_continuations(
         &self,
         repository: &RepositoryName,
         number: u64,
         parts: &[String],
+        review_id: Option<ReviewId>,
         check_existing: bool,
-    ) -> Result<Vec<IssueComment>, GitHubError> {
+    ) -> Result<(Vec<IssueComment>, usize), GitHubError> {
         if parts.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), 0));
         }
         let existing = if check_existing {
-            self.list_issue_comments(repository, number).await?
+            Some(self.issue_comments_paged(repository, number).await?)
         } else {
-            Vec::new()
+            None
         };
         let mut comments = Vec::with_capacity(parts.len());
+        let mut posted_now = 0;
         for part in parts {
-            if let Some(found) = existing
-                .iter()
-                .find(|comment| same_body(&comment.body, part))
-            {
-                comments.push(found.clone());
-                continue;
+            if let Some(existing) = &existing {
+                let found = existing.items.iter().find(|comment| {
+                    same_body(&comment.body, part)
+                        || review_id.is_some_and(|review_id| {
+                            own_footer(&comment.body).review == Some(review_id)
+                                && part_marker(&comment.body).is_some()
+                                && part_marker(&comment.body) == part_marker(part)
+                        })
+                });
+                if let Some(found) = found {
+                    comments.push(found.clone());
+                    continue;
+                }
+                if existing.truncated {
+                    return Err(GitHubError::IncompleteList {
+                        route: existing.route,
+                        pages: existing.pages,
+                        what: format!(
+                            "continuation {}",
+                            part_marker(part).unwrap_or("of the review")
+                        ),
+                    });
+                }
             }
             let posted = self
                 .create_issue_comment(repository, number, part, None)
                 .await?;
+            if !posted.already_existed {
+                posted_now += 1;
+            }
             comments.push(posted.item);
         }
-        Ok(comments)
+        Ok((comments, posted_now))
     }
 
     /// One `pulls/create-review` call, re-posted only after checking a lost answer.
@@ -323,11 +448,12 @@ impl GitHubClient {
         );
         let what = format!("review on {repository}#{number}");
         let find = || async {
-            let reviews = self.list_reviews(repository, number).await?;
-            Ok(reviews.into_iter().find(|existing| match review_id {
-                Some(review_id) => own_footer(&existing.body).review == Some(review_id),
-                None => same_body(&existing.body, body),
-            }))
+            self.reviews_paged(repository, number)
+                .await?
+                .find_or_unknown(&what, |existing| match review_id {
+                    Some(review_id) => own_footer(&existing.body).review == Some(review_id),
+                    None => same_body(&existing.body, body),
+                })
         };
         let outcome = self
             .post_checked::<wire::Review, Review, _, _>(
@@ -344,13 +470,14 @@ impl GitHubClient {
         };
         // A review found after a lost answer may have been posted by a run
         // that also posted some continuations: check before posting those.
-        let continuation_comments = self
-            .post_continuations(repository, number, &parts[1..], found)
+        let (continuation_comments, continuations_posted) = self
+            .post_continuations(repository, number, &parts[1..], review_id, found)
             .await?;
         Ok(Attempted::Posted(Landed {
             review,
             found,
             continuation_comments,
+            continuations_posted,
         }))
     }
 }
@@ -362,6 +489,68 @@ struct Landed {
     found: bool,
     /// The conversation comments carrying the rest of a split body.
     continuation_comments: Vec<IssueComment>,
+    /// How many of them this call posted.
+    continuations_posted: usize,
+}
+
+impl Landed {
+    /// What the caller learns: the landed review, with where its comments went.
+    fn into_posted(self, inline_count: usize, moved_to_body: Vec<PayloadComment>) -> PostedReview {
+        PostedReview {
+            review: self.review,
+            already_existed: self.found,
+            inline_count,
+            moved_to_body,
+            continuation_comments: self.continuation_comments,
+            continuations_posted: self.continuations_posted,
+            continuations_missing: 0,
+        }
+    }
+}
+
+/// One way a review could have been posted: its whole body (before
+/// splitting) and where each comment went.
+#[derive(Clone)]
+struct Plan {
+    body: String,
+    inline: Vec<PayloadComment>,
+    moved_to_body: Vec<PayloadComment>,
+}
+
+impl Plan {
+    /// The first post's plan: every comment inline except those longer than
+    /// GitHub takes, which go to the body up front.
+    fn first(review: &ReviewPayload) -> Self {
+        let (inline, moved_to_body): (Vec<PayloadComment>, Vec<PayloadComment>) = review
+            .comments
+            .iter()
+            .cloned()
+            .partition(|comment| fits_github(&comment.body));
+        let body = if moved_to_body.is_empty() {
+            review.body.clone()
+        } else {
+            with_outside_section(&review.body, &moved_to_body)
+        };
+        Self {
+            body,
+            inline,
+            moved_to_body,
+        }
+    }
+}
+
+/// The "_(continued, part k of n)_" line opening a continuation comment.
+fn part_marker(body: &str) -> Option<&str> {
+    let first = body.trim_start().lines().next()?.trim();
+    first.starts_with("_(continued, part ").then_some(first)
+}
+
+/// How many parts a split body's first part announces
+/// ("_(continued in the next comment: part 1 of n)_").
+fn announced_parts(body: &str) -> Option<usize> {
+    let start = body.rfind("_(continued in the next comment: part 1 of ")?;
+    let rest = &body[start + "_(continued in the next comment: part 1 of ".len()..];
+    rest[..rest.find(')')?].trim().parse().ok()
 }
 
 /// The outcome of one create-review call.

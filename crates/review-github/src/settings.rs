@@ -185,6 +185,15 @@ pub struct ClientSettings {
     pub conditional_cache_entries: usize,
     /// How many body bytes the conditional-request cache keeps in total.
     pub conditional_cache_bytes: usize,
+    /// How many requests may be in flight at once, across every clone of the
+    /// client (GitHub's secondary limit allows 100 concurrent requests).
+    pub max_concurrent_requests: usize,
+    /// After a write's answer was lost, how long we keep looking for what it
+    /// would have created before posting it again (GitHub's lists can lag
+    /// behind a write it already applied).
+    pub write_check_window: Duration,
+    /// The first wait between two such looks; doubled after each.
+    pub write_check_base_delay: Duration,
 }
 
 impl ClientSettings {
@@ -223,6 +232,9 @@ impl ClientSettings {
             max_rate_limit_wait: Duration::from_mins(15),
             conditional_cache_entries: 512,
             conditional_cache_bytes: 32 * 1024 * 1024,
+            max_concurrent_requests: 100,
+            write_check_window: Duration::from_secs(15),
+            write_check_base_delay: Duration::from_secs(1),
         }
     }
 }

@@ -14,8 +14,16 @@
 //! does not process a refused request: after `retry-after`, after the primary
 //! budget's reset (when that is within the configured maximum wait), or with
 //! exponential backoff for a secondary limit that gave no header.
+//!
+//! A secondary limit stops the whole credential, not one call: the refusal
+//! sets a pause per credential ("paused until"), every request of that
+//! credential waits it out before sending, and the backoff level for refusals
+//! without `retry-after` is shared too (it falls back to its start only after
+//! ten base delays without a refusal). Requests refused together, all sent
+//! before the pause was known, count as one refusal. A semaphore bounds the
+//! requests in flight (`max_concurrent_requests`, GitHub's 100 by default).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -68,6 +76,8 @@ pub(crate) struct ApiRequest {
     pub retry: Retry,
     /// The rate-limit resource this call spends (`core` or `search`).
     pub resource: &'static str,
+    /// Serialised and spaced with the other writes (`write_spacing`).
+    pub spaced: bool,
 }
 
 impl ApiRequest {
@@ -82,6 +92,7 @@ impl ApiRequest {
             conditional: true,
             retry: Retry::Safe,
             resource: "core",
+            spaced: false,
         }
     }
 
@@ -102,11 +113,8 @@ impl ApiRequest {
             conditional: false,
             retry,
             resource: "core",
+            spaced: true,
         }
-    }
-
-    fn is_write(&self) -> bool {
-        self.method != Method::GET && self.method != Method::HEAD
     }
 }
 
@@ -188,12 +196,21 @@ pub enum WaitReason {
     TransientBackoff,
     /// Spacing between two writes (GitHub's advice against secondary limits).
     WriteSpacing,
+    /// A secondary limit another request of the same credential hit: every
+    /// request waits until it lifts.
+    SharedPause,
+    /// Between two looks for a write whose answer was lost, before posting it again.
+    WriteCheck,
 }
 
 /// What one attempt's context allows.
 struct AttemptContext<'a> {
     request: &'a ApiRequest,
     credential: CredentialKind,
+    /// Whose budget and pauses (`token`, `app`, `installation:{id}`).
+    credential_scope: &'a str,
+    /// When the attempt was sent (after any pause).
+    sent_at: tokio::time::Instant,
     attempt: u32,
     retries_left: bool,
 }
@@ -219,8 +236,18 @@ enum Attempt {
     Answer(ApiResponse),
     Timeout,
     Transport(String),
-    /// Minting a GitHub App installation token failed with this status and message.
-    TokenRefused(StatusCode, String),
+}
+
+/// A secondary limit in force for one credential.
+#[derive(Debug, Clone, Copy)]
+struct SecondaryPause {
+    /// No request of the credential is sent before this.
+    until: tokio::time::Instant,
+    /// When the pause was last set; a refusal of a request sent before it
+    /// belongs to the same episode and does not escalate the backoff.
+    set_at: tokio::time::Instant,
+    /// The next wait after a refusal without `retry-after`.
+    level: Duration,
 }
 
 /// Sends requests; shared by every clone of the client.
@@ -233,6 +260,10 @@ pub(crate) struct Transport {
     /// serial and spaced.
     write_gate: tokio::sync::Mutex<Option<tokio::time::Instant>>,
     waits: Mutex<VecDeque<RecordedWait>>,
+    /// Secondary-limit pauses by credential scope.
+    pauses: Mutex<HashMap<String, SecondaryPause>>,
+    /// Bounds the requests in flight (`max_concurrent_requests`).
+    in_flight: tokio::sync::Semaphore,
 }
 
 impl Transport {
@@ -241,12 +272,15 @@ impl Transport {
             settings.conditional_cache_entries,
             settings.conditional_cache_bytes,
         );
+        let in_flight = tokio::sync::Semaphore::new(settings.max_concurrent_requests.max(1));
         Self {
             settings,
             rate_limits: RateLimitTracker::default(),
             cache,
             write_gate: tokio::sync::Mutex::new(None),
             waits: Mutex::new(VecDeque::new()),
+            pauses: Mutex::new(HashMap::new()),
+            in_flight,
         }
     }
 
@@ -271,7 +305,7 @@ impl Transport {
             .collect()
     }
 
-    fn record_wait(&self, route: &'static str, reason: WaitReason, duration: Duration) {
+    pub(crate) fn record_wait(&self, route: &'static str, reason: WaitReason, duration: Duration) {
         tracing::warn!(
             route,
             ?reason,
@@ -303,11 +337,12 @@ impl Transport {
         let cache_key = request
             .conditional
             .then(|| format!("{cache_scope} {} {}", request.accept, request.path));
-        let mut secondary_delay = self.settings.secondary_limit_base_delay;
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            self.wait_for_known_budget(cache_scope, request).await?;
+            self.wait_for_known_budget(credential, cache_scope, request)
+                .await?;
+            let sent_at = self.wait_for_pause(cache_scope, request).await?;
             let cached = cache_key.as_deref().and_then(|key| self.cache.get(key));
             let outcome = self
                 .traced_attempt(client, cache_scope, request, cached.as_ref(), attempt)
@@ -315,6 +350,8 @@ impl Transport {
             let context = AttemptContext {
                 request,
                 credential,
+                credential_scope: cache_scope,
+                sent_at,
                 attempt,
                 retries_left: attempt <= self.settings.max_retries,
             };
@@ -323,7 +360,7 @@ impl Transport {
                     if let Some(key) = &cache_key {
                         self.remember(key, &answer);
                     }
-                    self.judge_answer(answer, &context, &mut secondary_delay)
+                    self.judge_answer(answer, &context)
                 }
                 failure => self.judge_failure(failure, &context),
             };
@@ -357,7 +394,7 @@ impl Transport {
             from_cache = tracing::field::Empty,
         );
         async {
-            let outcome = if request.is_write() {
+            let outcome = if request.spaced {
                 let mut gate = self.write_gate.lock().await;
                 if let Some(last_write) = *gate {
                     let ready_at = last_write + self.settings.write_spacing;
@@ -387,9 +424,6 @@ impl Transport {
                 }
                 Attempt::Timeout => tracing::debug!("timed out"),
                 Attempt::Transport(detail) => tracing::debug!(detail, "connection failed"),
-                Attempt::TokenRefused(status, _) => {
-                    tracing::debug!(%status, "installation token refused");
-                }
             }
             outcome
         }
@@ -419,12 +453,6 @@ impl Transport {
         let request = context.request;
         let method = request.method.to_string();
         let (cause, final_error) = match failure {
-            Attempt::TokenRefused(status, message) => {
-                if status.is_server_error() && context.retries_left {
-                    return self.transient_backoff(context.attempt);
-                }
-                return Verdict::Done(Err(token_refusal_error(status, message, request).into()));
-            }
             Attempt::Timeout => (
                 format!("no answer within {:?}", self.settings.request_timeout),
                 GitHubError::Timeout {
@@ -455,12 +483,7 @@ impl Transport {
     }
 
     /// What to do with an answer: return it, or wait and retry.
-    fn judge_answer(
-        &self,
-        answer: ApiResponse,
-        context: &AttemptContext<'_>,
-        secondary_delay: &mut Duration,
-    ) -> Verdict {
+    fn judge_answer(&self, answer: ApiResponse, context: &AttemptContext<'_>) -> Verdict {
         let request = context.request;
         let status = answer.status;
         if status == StatusCode::FORBIDDEN || status == StatusCode::TOO_MANY_REQUESTS {
@@ -473,14 +496,19 @@ impl Transport {
                         .unwrap_or_default()
                         .saturating_add(Duration::from_secs(1));
                     if !context.retries_left || wait > self.settings.max_rate_limit_wait {
-                        Verdict::Done(Err(
-                            GitHubError::RateLimitExhausted { resource, reset_at }.into()
-                        ))
+                        Verdict::Done(Err(GitHubError::RateLimitExhausted {
+                            credential: context.credential,
+                            resource,
+                            reset_at,
+                        }
+                        .into()))
                     } else {
                         Verdict::Wait(WaitReason::PrimaryReset, wait)
                     }
                 }
                 Refusal::SecondaryRetryAfter(wait) => {
+                    // The whole credential waits, even when this call gives up.
+                    self.pause_for(context.credential_scope, wait);
                     if !context.retries_left || wait > self.settings.max_rate_limit_wait {
                         Verdict::Done(Err(secondary_error(context, Some(wait)).into()))
                     } else {
@@ -488,9 +516,8 @@ impl Transport {
                     }
                 }
                 Refusal::SecondaryWithoutHeaders => {
+                    let wait = self.escalate_pause(context.credential_scope, context.sent_at);
                     if context.retries_left {
-                        let wait = (*secondary_delay).min(self.settings.max_rate_limit_wait);
-                        *secondary_delay = secondary_delay.saturating_mul(2);
                         Verdict::Wait(WaitReason::SecondaryBackoff, wait)
                     } else {
                         Verdict::Done(Err(secondary_error(context, None).into()))
@@ -540,11 +567,90 @@ impl Transport {
         )
     }
 
+    /// Pauses every request of `credential_scope` for `wait` (a `retry-after`).
+    fn pause_for(&self, credential_scope: &str, wait: Duration) {
+        let now = tokio::time::Instant::now();
+        let base = self.settings.secondary_limit_base_delay;
+        let mut pauses = self.pauses.lock().expect("pauses lock");
+        let pause = pauses
+            .entry(credential_scope.to_owned())
+            .or_insert(SecondaryPause {
+                until: now,
+                set_at: now,
+                level: base,
+            });
+        pause.until = pause.until.max(now + wait);
+        pause.set_at = now;
+    }
+
+    /// A secondary limit without `retry-after`: the wait for a request sent
+    /// at `sent_at`, from the credential's shared backoff level. A request
+    /// sent before the current pause was set is part of the refusal that set
+    /// it and waits for the same end; a later one doubles the level.
+    fn escalate_pause(&self, credential_scope: &str, sent_at: tokio::time::Instant) -> Duration {
+        let now = tokio::time::Instant::now();
+        let base = self.settings.secondary_limit_base_delay;
+        let mut pauses = self.pauses.lock().expect("pauses lock");
+        let pause = pauses
+            .entry(credential_scope.to_owned())
+            .or_insert(SecondaryPause {
+                until: now,
+                set_at: now,
+                level: base,
+            });
+        if pause.until > now && sent_at < pause.set_at {
+            return pause.until - now;
+        }
+        if now.duration_since(pause.set_at) > base.saturating_mul(10) {
+            pause.level = base;
+        }
+        let wait = pause.level.min(self.settings.max_rate_limit_wait);
+        pause.level = pause.level.saturating_mul(2);
+        pause.until = pause.until.max(now + wait);
+        pause.set_at = now;
+        pause.until - now
+    }
+
+    /// Waits while a secondary limit pauses `credential_scope`; returns the
+    /// time the request may be sent. A pause longer than `max_rate_limit_wait`
+    /// is an error: nothing is sent while GitHub asked us to stop.
+    async fn wait_for_pause(
+        &self,
+        credential_scope: &str,
+        request: &ApiRequest,
+    ) -> Result<tokio::time::Instant, GitHubError> {
+        loop {
+            let until = self
+                .pauses
+                .lock()
+                .expect("pauses lock")
+                .get(credential_scope)
+                .map(|pause| pause.until);
+            let now = tokio::time::Instant::now();
+            match until {
+                Some(until) if until > now + self.settings.max_rate_limit_wait => {
+                    return Err(GitHubError::SecondaryRateLimit {
+                        method: request.method.to_string(),
+                        route: request.route,
+                        attempts: 0,
+                        retry_after: Some(until - now),
+                    });
+                }
+                Some(until) if until > now => {
+                    self.record_wait(request.route, WaitReason::SharedPause, until - now);
+                    tokio::time::sleep_until(until).await;
+                }
+                _ => return Ok(now),
+            }
+        }
+    }
+
     /// When the last answer said this budget is spent, waits for its reset
     /// (if that is soon enough) instead of spending a request on a refusal,
     /// and fails with a clear error when it is not.
     async fn wait_for_known_budget(
         &self,
+        credential: CredentialKind,
         credential_scope: &str,
         request: &ApiRequest,
     ) -> Result<(), GitHubError> {
@@ -559,6 +665,7 @@ impl Transport {
                 .saturating_add(Duration::from_secs(1));
             if wait > self.settings.max_rate_limit_wait {
                 return Err(GitHubError::RateLimitExhausted {
+                    credential,
                     resource: request.resource.to_owned(),
                     reset_at,
                 });
@@ -590,6 +697,11 @@ impl Transport {
                 return Attempt::Transport(format!("could not build the request: {error}"));
             }
         };
+        let _permit = self
+            .in_flight
+            .acquire()
+            .await
+            .expect("the request semaphore is never closed");
         let exchange = async {
             let response = client.execute(built).await?;
             let (parts, body) = response.into_parts();
@@ -598,9 +710,6 @@ impl Transport {
         };
         match tokio::time::timeout(self.settings.request_timeout, exchange).await {
             Err(_) => Attempt::Timeout,
-            Ok(Err(octocrab::Error::GitHub { source, .. })) => {
-                Attempt::TokenRefused(source.status_code, source.message)
-            }
             Ok(Err(error)) => Attempt::Transport(describe_octocrab_error(&error)),
             Ok(Ok((parts, body))) => {
                 if parts.status == StatusCode::NOT_MODIFIED
@@ -628,29 +737,6 @@ impl Transport {
                 })
             }
         }
-    }
-}
-
-/// The error for a refused installation-token mint.
-fn token_refusal_error(status: StatusCode, message: String, request: &ApiRequest) -> GitHubError {
-    let method = "POST".to_owned();
-    let route = "/app/installations/{installation_id}/access_tokens";
-    match status {
-        StatusCode::UNAUTHORIZED => GitHubError::Unauthorized {
-            credential: CredentialKind::AppJsonWebToken,
-            method,
-            route,
-            message,
-        },
-        StatusCode::NOT_FOUND | StatusCode::FORBIDDEN => GitHubError::NoInstallation {
-            target: format!("the installation used for {}", request.path),
-        },
-        _ => GitHubError::UnexpectedStatus {
-            status: status.as_u16(),
-            method,
-            route,
-            message,
-        },
     }
 }
 

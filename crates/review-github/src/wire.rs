@@ -338,6 +338,14 @@ pub(crate) struct Installation {
     pub repository_selection: String,
 }
 
+/// `POST /app/installations/{installation_id}/access_tokens` → 201. The
+/// token never leaves `client` (it goes straight into a `SecretString`).
+#[derive(Deserialize)]
+pub(crate) struct InstallationAccessToken {
+    pub token: String,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
 /// The account of an installation (`simple-user` or `enterprise`).
 #[derive(Debug, Deserialize)]
 pub(crate) struct InstallationAccount {

@@ -4,7 +4,14 @@
 //! answer is lost (timeout, dropped connection, 5xx after sending), we look on
 //! GitHub for what it would have created — by the `review::`/`thread::` id in
 //! its footer, or by its exact body — and post again only when it is absent.
-//! The number of such rounds is capped by the client's `max_retries`.
+//!
+//! GitHub can apply a write and answer 502/504, and its lists can lag behind
+//! a write for seconds, so one look is not enough: we look again with
+//! doubling waits (`write_check_base_delay`) until `write_check_window` has
+//! passed, and only then post again. Most looks are free 304s: the list has
+//! not changed. A look that read the page cap without finding the item is
+//! "unknown", not "absent" ([`GitHubError::IncompleteList`]): nothing is
+//! re-posted. The number of re-posts is capped by the client's `max_retries`.
 
 use std::future::Future;
 
@@ -12,7 +19,7 @@ use serde::de::DeserializeOwned;
 
 use crate::client::{GitHubClient, Scope, decode, status_error};
 use crate::error::GitHubError;
-use crate::transport::{ApiRequest, SendFailure, backoff_delay};
+use crate::transport::{ApiRequest, SendFailure, WaitReason};
 
 /// What a checked post produced.
 pub(crate) enum CheckedPost<Wire, Found> {
@@ -56,19 +63,17 @@ impl GitHubClient {
                         %cause,
                         "a write's answer was lost; checking GitHub before posting again"
                     );
-                    match find().await {
+                    match self.look_for_landed_write(request.route, &find).await {
                         Ok(Some(found)) => {
                             tracing::info!(what, "the write had landed; not posting it again");
                             return Ok(CheckedPost::Found(found));
                         }
                         Ok(None) if round <= settings.max_retries => {
-                            tracing::info!(what, "the write had not landed; posting it again");
-                            tokio::time::sleep(backoff_delay(
-                                settings.retry_base_delay,
-                                settings.retry_max_delay,
-                                round,
-                            ))
-                            .await;
+                            tracing::info!(
+                                what,
+                                window_ms = settings.write_check_window.as_millis(),
+                                "the write did not appear within the check window; posting it again"
+                            );
                         }
                         Ok(None) => {
                             return Err(GitHubError::WriteUnconfirmed {
@@ -89,6 +94,38 @@ impl GitHubClient {
                     }
                 }
             }
+        }
+    }
+}
+
+impl GitHubClient {
+    /// Runs `find` until it finds the write or `write_check_window` has
+    /// passed, waiting `write_check_base_delay`, then twice as long, … between
+    /// looks. An error from `find` (an incomplete list included) ends the search.
+    async fn look_for_landed_write<Found, Check, CheckFuture>(
+        &self,
+        route: &'static str,
+        find: &Check,
+    ) -> Result<Option<Found>, GitHubError>
+    where
+        Check: Fn() -> CheckFuture,
+        CheckFuture: Future<Output = Result<Option<Found>, GitHubError>>,
+    {
+        let settings = self.settings();
+        let started = tokio::time::Instant::now();
+        let mut delay = settings.write_check_base_delay;
+        loop {
+            if let Some(found) = find().await? {
+                return Ok(Some(found));
+            }
+            let elapsed = started.elapsed();
+            if elapsed >= settings.write_check_window {
+                return Ok(None);
+            }
+            let wait = delay.min(settings.write_check_window.saturating_sub(elapsed));
+            self.record_wait(route, WaitReason::WriteCheck, wait);
+            tokio::time::sleep(wait).await;
+            delay = delay.saturating_mul(2);
         }
     }
 }

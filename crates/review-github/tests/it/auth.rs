@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use review_github::{
-    ClientSettings, CredentialKind, Credentials, GitHubClient, GitHubError, SearchScope,
+    ClientSettings, CredentialKind, Credentials, GitHubClient, GitHubError, SearchScope, WaitReason,
 };
-use review_testkit::github::{GithubSim, RepositorySelection, SimOptions};
+use review_testkit::github::{Fault, FaultRule, GithubSim, RepositorySelection, SimOptions};
 use secrecy::SecretString;
 
 use crate::support::{
@@ -147,6 +147,7 @@ async fn an_app_not_installed_on_the_repository_says_so() {
         "{error:?}"
     );
     assert!(error.to_string().contains("acme/widgets"), "{error}");
+    assert!(error.to_string().contains("404 Not Found"), "{error}");
 }
 
 #[tokio::test]
@@ -258,4 +259,149 @@ async fn the_client_debug_output_never_shows_a_good_token() {
     let shown = format!("{client:?} {:?}", client.rate_limit_state());
     assert!(shown.contains("GitHubClient"));
     assert!(!shown.contains(&fixture.bot.token), "{shown}");
+}
+
+fn statuses(sim: &GithubSim, operation: &str) -> Vec<u16> {
+    sim.requests_for(operation)
+        .iter()
+        .map(|record| record.status)
+        .collect()
+}
+
+#[tokio::test]
+async fn an_app_reinstalled_under_a_new_id_is_found_again_without_a_restart() {
+    let fixture = fixture();
+    let app = fixture.sim.create_app("review-bot").unwrap();
+    let first = fixture
+        .sim
+        .install_app(&app, "acme", RepositorySelection::All)
+        .unwrap();
+    let client = app_client(&fixture.sim, &app);
+    client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+
+    fixture.sim.uninstall_app(first).unwrap();
+    let second = fixture
+        .sim
+        .install_app(&app, "acme", RepositorySelection::All)
+        .unwrap();
+    let pull_request = client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+
+    assert_eq!(pull_request.number, 1);
+    assert_ne!(first, second);
+    // The old token is refused, re-minting it finds no installation, the
+    // repository's installation is looked up again and a token minted for it.
+    assert_eq!(statuses(&fixture.sim, "pulls/get"), vec![200, 401, 200]);
+    assert_eq!(
+        statuses(&fixture.sim, "apps/create-installation-access-token"),
+        vec![201, 404, 201]
+    );
+    assert_eq!(
+        statuses(&fixture.sim, "apps/get-repo-installation"),
+        vec![200, 200]
+    );
+    assert_conformant(&fixture.sim);
+}
+
+#[tokio::test]
+async fn a_suspended_app_says_so_in_githubs_words_and_works_again_when_unsuspended() {
+    let fixture = fixture();
+    let app = fixture.sim.create_app("review-bot").unwrap();
+    let installation = fixture
+        .sim
+        .install_app(&app, "acme", RepositorySelection::All)
+        .unwrap();
+    let client = app_client(&fixture.sim, &app);
+    client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+
+    fixture
+        .sim
+        .suspend_installation(installation, true)
+        .unwrap();
+    let error = client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, GitHubError::NoInstallation { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("403 This installation has been suspended"),
+        "{error}"
+    );
+
+    fixture
+        .sim
+        .suspend_installation(installation, false)
+        .unwrap();
+    let pull_request = client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+    assert_eq!(pull_request.number, 1);
+}
+
+#[tokio::test]
+async fn a_rate_limited_token_request_waits_for_retry_after_and_is_not_app_not_installed() {
+    let fixture = fixture();
+    let app = installed_app(&fixture);
+    let client = app_client(&fixture.sim, &app);
+    fixture.sim.inject(FaultRule::operation(
+        "apps/create-installation-access-token",
+        Fault::SecondaryRateLimit { retry_after: 1 },
+    ));
+
+    let pull_request = client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+
+    assert_eq!(pull_request.number, 1);
+    assert_eq!(
+        statuses(&fixture.sim, "apps/create-installation-access-token"),
+        vec![403, 201]
+    );
+    let waits = client.recent_waits();
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert_eq!(waits[0].reason, WaitReason::RetryAfter);
+    assert_eq!(waits[0].duration, Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_token_request_limited_for_longer_than_we_wait_keeps_githubs_retry_after() {
+    let fixture = fixture();
+    let app = installed_app(&fixture);
+    let client = app_client(&fixture.sim, &app);
+    fixture.sim.inject(FaultRule::operation(
+        "apps/create-installation-access-token",
+        Fault::TooManyRequests { retry_after: 3_600 },
+    ));
+
+    let error = client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(
+            error,
+            GitHubError::SecondaryRateLimit {
+                retry_after: Some(wait),
+                ..
+            } if wait == Duration::from_hours(1)
+        ),
+        "{error:?}"
+    );
+    assert!(fixture.sim.requests_for("pulls/get").is_empty());
 }

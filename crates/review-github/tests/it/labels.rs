@@ -92,3 +92,38 @@ async fn writes_are_spaced_and_reads_are_not() {
     );
     assert!(waits[0].duration <= std::time::Duration::from_millis(300));
 }
+
+#[tokio::test]
+async fn labels_named_dot_and_dot_dot_are_labels_not_path_segments() {
+    let fixture = fixture();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+
+    for name in [".", ".."] {
+        let removed = client
+            .remove_label(&fixture.repository, 1, name)
+            .await
+            .unwrap();
+        assert!(!removed, "the pull request has no label {name:?}");
+    }
+
+    assert_eq!(fixture.pull.labels().unwrap(), vec!["bot-review-needed"]);
+    let paths: Vec<String> = fixture
+        .sim
+        .requests_for("issues/remove-label")
+        .iter()
+        .map(|record| record.path.clone())
+        .collect();
+    assert_eq!(
+        paths,
+        vec![
+            "/repos/acme/widgets/issues/1/labels/%2E",
+            "/repos/acme/widgets/issues/1/labels/%2E%2E",
+        ]
+    );
+    assert!(
+        fixture
+            .sim
+            .requests_for("issues/remove-all-labels")
+            .is_empty()
+    );
+}

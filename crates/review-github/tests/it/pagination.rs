@@ -1,5 +1,8 @@
 //! Every list call follows `Link: rel="next"` to the last page.
 
+use review_github::GitHubError;
+use review_testkit::github::{Fault, FaultRule};
+
 use crate::support::{assert_conformant, fixture, token_client};
 
 #[tokio::test]
@@ -62,4 +65,60 @@ async fn review_comments_and_files_are_paginated_too() {
     assert_eq!(files.files.len(), 2);
     assert!(!files.truncated);
     assert_conformant(&fixture.sim);
+}
+
+fn three_comments_one_a_page() -> crate::support::Fixture {
+    let fixture = crate::support::fixture_with(review_testkit::github::SimOptions {
+        max_per_page: 1,
+        ..review_testkit::github::SimOptions::default()
+    });
+    for index in 0..3 {
+        fixture
+            .pull
+            .comment("someone", &format!("comment {index}"))
+            .unwrap();
+    }
+    fixture
+}
+
+#[tokio::test]
+async fn a_link_header_that_does_not_parse_is_an_error_not_the_last_page() {
+    let fixture = three_comments_one_a_page();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    fixture.sim.inject(FaultRule::operation(
+        "issues/list-comments",
+        Fault::ReplaceLinkHeader("<garbage".to_owned()),
+    ));
+
+    let error = client
+        .list_issue_comments(&fixture.repository, 1)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(error, GitHubError::UnexpectedResponse { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("Link header"), "{error}");
+}
+
+#[tokio::test]
+async fn a_comma_inside_the_next_link_does_not_cut_the_list_short() {
+    let fixture = three_comments_one_a_page();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    fixture.sim.inject(FaultRule::operation(
+        "issues/list-comments",
+        Fault::ReplaceLinkHeader(format!(
+            "<{}/repos/acme/widgets/issues/1/comments?per_page=100&page=2&note=a,b>; rel=\"next\"",
+            fixture.sim.api_url()
+        )),
+    ));
+
+    let comments = client
+        .list_issue_comments(&fixture.repository, 1)
+        .await
+        .unwrap();
+
+    assert_eq!(comments.len(), 3);
+    assert_eq!(fixture.sim.requests_for("issues/list-comments").len(), 3);
 }

@@ -3,10 +3,16 @@
 
 use std::time::Duration;
 
-use review_github::{GitHubError, RepositoryName, WaitReason};
+use review_github::{
+    GitHubClient, GitHubError, RepositoryName, WRITE_SPACING_VARIABLE, WaitReason,
+};
 use review_testkit::github::{Fault, FaultRule, GithubSim, SimOptions};
+use secrecy::SecretString;
 
-use crate::support::{assert_conformant, fixture, statuses_and_costs, token_client};
+use crate::support::{
+    app_client, assert_conformant, fixture, fixture_with, installed_app, settings,
+    statuses_and_costs, token_client, wait_until,
+};
 
 #[tokio::test]
 async fn a_secondary_limit_with_retry_after_is_waited_out_then_retried() {
@@ -125,6 +131,10 @@ async fn a_retry_after_longer_than_the_maximum_wait_is_an_error_not_a_sleep() {
     assert!(
         error.to_string().contains("secondary rate limit"),
         "{error}"
+    );
+    assert!(
+        error.to_string().contains(WRITE_SPACING_VARIABLE),
+        "names the real variable: {error}"
     );
     assert!(client.recent_waits().is_empty());
     assert_eq!(fixture.sim.requests_for("pulls/get").len(), 1);
@@ -266,4 +276,143 @@ async fn the_rate_limit_endpoint_is_free_and_updates_the_state() {
             .iter()
             .any(|budget| budget.resource == "search")
     );
+}
+
+#[tokio::test]
+async fn a_secondary_limit_pauses_every_caller_of_the_credential() {
+    let fixture = fixture();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    fixture.sim.inject(FaultRule::operation(
+        "pulls/get",
+        Fault::SecondaryRateLimit { retry_after: 1 },
+    ));
+    let first = tokio::spawn({
+        let client = client.clone();
+        let repository = fixture.repository.clone();
+        async move { client.get_pull_request(&repository, 1).await }
+    });
+    wait_until("the first call is told to wait", || {
+        client
+            .recent_waits()
+            .iter()
+            .any(|wait| wait.reason == WaitReason::RetryAfter)
+    })
+    .await;
+
+    // Another task's call, on another route, while the limit is on.
+    let labels = client.list_labels(&fixture.repository, 1).await.unwrap();
+
+    assert_eq!(labels, vec!["bot-review-needed"]);
+    first.await.unwrap().unwrap();
+    let refusal = fixture.sim.requests_for("pulls/get")[0].clone();
+    assert_eq!(refusal.status, 403);
+    let labels_request = fixture.sim.requests_for("issues/list-labels-on-issue")[0].clone();
+    let gap = labels_request.received_at - refusal.received_at;
+    assert!(
+        gap >= chrono::Duration::milliseconds(950),
+        "sent {gap:?} after the refusal, inside its retry-after"
+    );
+    assert!(client.recent_waits().iter().any(|wait| {
+        wait.reason == WaitReason::SharedPause
+            && wait.route == "/repos/{owner}/{repo}/issues/{issue_number}/labels"
+    }));
+}
+
+#[tokio::test]
+async fn a_secondary_backoff_carries_over_to_the_next_call_instead_of_restarting() {
+    let fixture = fixture();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    fixture.sim.inject(
+        FaultRule::operation("pulls/get", Fault::SecondaryRateLimitWithoutRetryAfter).times(2),
+    );
+    fixture.sim.inject(FaultRule::operation(
+        "issues/list-labels-on-issue",
+        Fault::SecondaryRateLimitWithoutRetryAfter,
+    ));
+
+    client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+    client.list_labels(&fixture.repository, 1).await.unwrap();
+
+    let backoffs: Vec<Duration> = client
+        .recent_waits()
+        .iter()
+        .filter(|wait| wait.reason == WaitReason::SecondaryBackoff)
+        .map(|wait| wait.duration)
+        .collect();
+    // Test settings start at 50 ms; the second call goes on doubling.
+    assert_eq!(
+        backoffs,
+        vec![
+            Duration::from_millis(50),
+            Duration::from_millis(100),
+            Duration::from_millis(200),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn concurrent_requests_stay_within_the_bound() {
+    // GitHub allows 100 concurrent requests; this simulator 4, and so does the client.
+    let fixture = fixture_with(SimOptions {
+        max_concurrent_requests: 4,
+        ..SimOptions::default()
+    });
+    let mut client_settings = settings(
+        &fixture.sim,
+        review_github::Credentials::PersonalAccessToken(SecretString::from(
+            fixture.bot.token.clone(),
+        )),
+    );
+    client_settings.max_concurrent_requests = 4;
+    let client = GitHubClient::new(client_settings).unwrap();
+    fixture.sim.inject(
+        FaultRule::operation("pulls/get", Fault::Hang(Duration::from_millis(100))).times(16),
+    );
+
+    let calls = (0..16).map(|_| client.get_pull_request(&fixture.repository, 1));
+    let results = futures::future::join_all(calls).await;
+
+    assert!(results.iter().all(Result::is_ok));
+    let statuses: Vec<u16> = fixture
+        .sim
+        .requests_for("pulls/get")
+        .iter()
+        .map(|record| record.status)
+        .collect();
+    assert_eq!(statuses, vec![200; 16], "no request was refused");
+    assert!(
+        fixture.sim.peak_concurrent_requests() <= 4,
+        "{}",
+        fixture.sim.peak_concurrent_requests()
+    );
+}
+
+#[tokio::test]
+async fn an_app_whose_installation_budget_is_spent_is_not_told_to_use_an_app() {
+    let fixture = fixture_with(SimOptions {
+        installation_limit: 1,
+        ..SimOptions::default()
+    });
+    let app = installed_app(&fixture);
+    let client = app_client(&fixture.sim, &app);
+    client
+        .get_pull_request(&fixture.repository, 1)
+        .await
+        .unwrap();
+
+    let error = client
+        .list_labels(&fixture.repository, 1)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(error, GitHubError::RateLimitExhausted { .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(!message.contains("use a GitHub App"), "{message}");
+    assert!(message.contains("installation"), "{message}");
 }

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use review_github::{GitHubError, ReviewId, ReviewPayload, WaitReason};
-use review_testkit::github::{Fault, FaultRule};
+use review_testkit::github::{Fault, FaultRule, SimOptions};
 
 use crate::support::{
-    assert_conformant, fixture, new_review_id, new_thread_id, review_payload, token_client,
-    with_thread,
+    assert_conformant, fixture, fixture_with, new_review_id, new_thread_id, review_payload,
+    statuses_and_costs, token_client, with_thread,
 };
 
 fn review(head: String, review_id: ReviewId) -> ReviewPayload {
@@ -234,4 +234,164 @@ async fn replies_and_comments_whose_answers_were_dropped_exist_once() {
         .unwrap();
     assert_eq!(updated.body, "Build passed now.");
     assert_conformant(&fixture.sim);
+}
+
+#[tokio::test]
+async fn a_review_applied_but_answered_502_and_listed_late_is_found_not_posted_again() {
+    let fixture = fixture();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    let head = fixture.pull.head_sha().unwrap();
+    // GitHub applied the write, answered 502, and its list shows it a second later.
+    fixture.sim.set_list_lag(Duration::from_secs(1));
+    fixture.sim.inject(FaultRule::operation(
+        "pulls/create-review",
+        Fault::DropResponse,
+    ));
+
+    let review_id = new_review_id();
+    let posted = client
+        .post_review(
+            &fixture.repository,
+            1,
+            &review(head, review_id),
+            Some(review_id),
+        )
+        .await
+        .unwrap();
+
+    assert!(posted.already_existed, "found after looking again");
+    assert_eq!(fixture.pull.reviews().unwrap().len(), 1);
+    assert_eq!(fixture.sim.requests_for("pulls/create-review").len(), 1);
+    // One check before posting, then looks 0, 0.1, 0.3, 0.7 and 1.5 s after the
+    // lost answer (test settings): the second-long lag ends before the last.
+    let looks = statuses_and_costs(&fixture.sim, "pulls/list-reviews");
+    assert!((3..=6).contains(&looks.len()), "{looks:?}");
+    let spent: u64 = looks.iter().map(|(_, cost)| cost).sum();
+    assert!(
+        spent <= 2,
+        "looks at an unchanged list are free 304s: {looks:?}"
+    );
+    assert!(
+        client
+            .recent_waits()
+            .iter()
+            .any(|wait| wait.reason == WaitReason::WriteCheck)
+    );
+    assert_conformant(&fixture.sim);
+}
+
+#[tokio::test]
+async fn a_comment_applied_but_answered_502_and_listed_late_exists_once() {
+    let fixture = fixture();
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    fixture.sim.set_list_lag(Duration::from_secs(1));
+    fixture.sim.inject(FaultRule::operation(
+        "issues/create-comment",
+        Fault::DropResponse,
+    ));
+
+    let posted = client
+        .create_issue_comment(&fixture.repository, 1, "Build failed: see the log.", None)
+        .await
+        .unwrap();
+
+    assert!(posted.already_existed);
+    assert_eq!(fixture.pull.issue_comments().unwrap().len(), 1);
+    assert_eq!(fixture.sim.requests_for("issues/create-comment").len(), 1);
+}
+
+#[tokio::test]
+async fn a_reply_whose_check_hit_the_page_cap_is_unknown_and_not_posted_again() {
+    // One comment a page: 52 comments are more than the 50 pages the client reads.
+    let fixture = fixture_with(SimOptions {
+        max_per_page: 1,
+        ..SimOptions::default()
+    });
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    let thread_start = fixture
+        .pull
+        .review_comment("alice", "src/lib.rs", 3, "Why this change?")
+        .unwrap();
+    for index in 0..50 {
+        fixture
+            .pull
+            .review_comment("alice", "src/lib.rs", 4, &format!("note {index}"))
+            .unwrap();
+    }
+    fixture.sim.inject(FaultRule::operation(
+        "pulls/create-reply-for-review-comment",
+        Fault::DropResponse,
+    ));
+
+    let thread = new_thread_id();
+    let error = client
+        .reply_to_review_comment(
+            &fixture.repository,
+            1,
+            thread_start,
+            &with_thread("Because of the new format.", thread),
+            Some(thread),
+        )
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(error, GitHubError::WriteUnconfirmed { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("is unknown"), "{error}");
+    let replies = fixture
+        .pull
+        .review_comments()
+        .unwrap()
+        .into_iter()
+        .filter(|comment| comment.in_reply_to == Some(thread_start))
+        .count();
+    assert_eq!(replies, 1, "the applied reply, and no second one");
+    assert_eq!(
+        fixture
+            .sim
+            .requests_for("pulls/create-reply-for-review-comment")
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_review_check_that_hit_the_page_cap_is_unknown_and_nothing_is_posted() {
+    // One review a page: 31 reviews are more than the 30 pages the client reads.
+    let fixture = fixture_with(SimOptions {
+        max_per_page: 1,
+        ..SimOptions::default()
+    });
+    for index in 0..31 {
+        fixture
+            .pull
+            .review("alice", Some("COMMENT"), &format!("review {index}"), &[])
+            .unwrap();
+    }
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    let head = fixture.pull.head_sha().unwrap();
+    fixture.sim.inject(FaultRule::operation(
+        "pulls/create-review",
+        Fault::DropResponse,
+    ));
+
+    let review_id = new_review_id();
+    let error = client
+        .post_review(
+            &fixture.repository,
+            1,
+            &review(head, review_id),
+            Some(review_id),
+        )
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(error, GitHubError::IncompleteList { pages: 30, .. }),
+        "{error:?}"
+    );
+    assert!(fixture.sim.requests_for("pulls/create-review").is_empty());
+    assert_eq!(fixture.pull.reviews().unwrap().len(), 31);
 }

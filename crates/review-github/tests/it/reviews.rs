@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use review_github::{OUTSIDE_THE_DIFF_HEADING, PayloadComment, Side};
+use review_github::{GitHubError, OUTSIDE_THE_DIFF_HEADING, PayloadComment, Side};
+use review_testkit::github::{Fault, FaultRule};
 
 use crate::support::{
     assert_conformant, fixture, inline, new_review_id, review_payload, token_client,
@@ -277,6 +278,94 @@ async fn a_body_longer_than_github_takes_is_split_into_the_review_and_continuati
         .unwrap();
     assert!(again.already_existed);
     assert_eq!(fixture.pull.reviews().unwrap().len(), 1);
+    assert_eq!(
+        fixture.pull.issue_comments().unwrap().len(),
+        conversation.len()
+    );
+    assert_conformant(&fixture.sim);
+}
+
+#[tokio::test]
+async fn continuations_lost_to_a_crash_after_a_422_recovery_are_posted_on_the_retry() {
+    let fixture = fixture();
+    let review_id = new_review_id();
+    // ~150,000 characters: three parts. Line 100 is off the diff, so GitHub
+    // refuses the first post and the comment moves to the body's end (the
+    // last part); the first part reads the same with or without it.
+    let summary = (0..3_000).fold(String::new(), |mut summary, index| {
+        let _ = write!(
+            summary,
+            "Finding {index:04}: the check on this path is missing.\n\n"
+        );
+        summary
+    });
+    let review = review_payload(
+        fixture.pull.head_sha().unwrap(),
+        &summary,
+        Some(review_id),
+        vec![inline(4), inline(100)],
+    );
+    // The run "crashes" after the review landed, before its continuations:
+    // the first continuation is refused for longer than the client waits.
+    fixture.sim.inject(FaultRule::operation(
+        "issues/create-comment",
+        Fault::SecondaryRateLimit { retry_after: 3_600 },
+    ));
+    let crashed = token_client(&fixture.sim, &fixture.bot.token)
+        .post_review(&fixture.repository, 1, &review, Some(review_id))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(crashed, GitHubError::SecondaryRateLimit { .. }),
+        "{crashed:?}"
+    );
+    assert_eq!(fixture.pull.reviews().unwrap().len(), 1);
+    assert!(fixture.pull.issue_comments().unwrap().is_empty());
+
+    // The restarted daemon posts the same review again.
+    let client = token_client(&fixture.sim, &fixture.bot.token);
+    let posted = client
+        .post_review(&fixture.repository, 1, &review, Some(review_id))
+        .await
+        .unwrap();
+
+    assert!(posted.already_existed);
+    assert_eq!(posted.inline_count, 1, "rebuilt: line 4 inline");
+    assert_eq!(
+        posted.moved_to_body.len(),
+        1,
+        "rebuilt: line 100 in the body"
+    );
+    let conversation = fixture.pull.issue_comments().unwrap();
+    assert!(conversation.len() >= 2, "{}", conversation.len());
+    assert_eq!(posted.continuations_posted, conversation.len());
+    assert_eq!(posted.continuation_comments.len(), conversation.len());
+    assert_eq!(posted.continuations_missing, 0);
+    let reviews = fixture.pull.reviews().unwrap();
+    let joined = std::iter::once(reviews[0].body.as_str())
+        .chain(conversation.iter().map(|comment| comment.body.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(joined.contains("Finding 2999:"));
+    assert!(joined.contains(OUTSIDE_THE_DIFF_HEADING));
+    assert!(
+        joined.contains("Finding on line 100."),
+        "the moved finding is not lost"
+    );
+    for comment in &conversation {
+        assert_eq!(
+            review_core::footer::own_footer(&comment.body).review,
+            Some(review_id)
+        );
+    }
+
+    // Once more: everything is found, nothing is posted.
+    let again = client
+        .post_review(&fixture.repository, 1, &review, Some(review_id))
+        .await
+        .unwrap();
+    assert_eq!(again.continuations_posted, 0);
+    assert_eq!(again.continuation_comments.len(), conversation.len());
     assert_eq!(
         fixture.pull.issue_comments().unwrap().len(),
         conversation.len()

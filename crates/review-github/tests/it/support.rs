@@ -9,7 +9,9 @@ use review_github::{
     ClientSettings, Credentials, GitHubClient, PayloadComment, RepositoryName, ReviewEvent,
     ReviewId, ReviewPayload, Side, ThreadId,
 };
-use review_testkit::github::{GithubSim, PullRequestHandle, RepositorySelection, SimApp, SimUser};
+use review_testkit::github::{
+    GithubSim, PullRequestHandle, RepositorySelection, SimApp, SimOptions, SimUser,
+};
 use secrecy::SecretString;
 
 /// `src/lib.rs` before the pull request: 120 numbered lines.
@@ -40,7 +42,12 @@ pub struct Fixture {
 }
 
 pub fn fixture() -> Fixture {
-    let sim = GithubSim::start().expect("the simulator starts");
+    fixture_with(SimOptions::default())
+}
+
+/// [`fixture`] on a simulator started with `options`.
+pub fn fixture_with(options: SimOptions) -> Fixture {
+    let sim = GithubSim::start_with(options).expect("the simulator starts");
     let bot = sim.user("review-bot");
     let repo = sim
         .repo("acme/widgets")
@@ -73,7 +80,22 @@ pub fn settings(sim: &GithubSim, credentials: Credentials) -> ClientSettings {
     settings.retry_max_delay = Duration::from_millis(50);
     settings.secondary_limit_base_delay = Duration::from_millis(50);
     settings.max_rate_limit_wait = Duration::from_secs(5);
+    settings.write_check_base_delay = Duration::from_millis(100);
+    settings.write_check_window = Duration::from_millis(1_500);
     settings
+}
+
+/// Waits until `condition` holds (checked every few milliseconds), failing
+/// the test after ten seconds: for states another task reaches.
+pub async fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// A client authenticated with a personal access token.

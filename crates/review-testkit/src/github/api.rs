@@ -68,6 +68,8 @@ pub(crate) struct Context {
     /// Whose budget the request spends (`token:…`, `installation:ID`, `app:ID`, `anonymous`).
     pub budget_key: String,
     pub now: DateTime<Utc>,
+    /// The largest `per_page` honoured ([`crate::github::SimOptions::max_per_page`]).
+    pub max_per_page: usize,
 }
 
 impl Context {
@@ -148,6 +150,18 @@ impl Reply {
             status: StatusCode::CREATED,
             body: ReplyBody::Json(value),
             headers,
+        }
+    }
+
+    /// 204 with an empty body.
+    pub fn no_content() -> Self {
+        Self {
+            status: StatusCode::NO_CONTENT,
+            body: ReplyBody::Text {
+                content_type: "text/plain".to_owned(),
+                text: String::new(),
+            },
+            headers: Vec::new(),
         }
     }
 
@@ -330,7 +344,7 @@ pub(crate) fn paginate_range(
         .and_then(|value| value.parse::<usize>().ok())
         .filter(|&value| value > 0)
         .unwrap_or(30)
-        .min(100);
+        .min(context.max_per_page.max(1));
     let page = context
         .query_value("page")
         .and_then(|value| value.parse::<usize>().ok())

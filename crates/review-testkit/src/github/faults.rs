@@ -24,8 +24,12 @@ pub enum Fault {
     /// Sleep this long, then handle the request normally (a write still happens — as on
     /// GitHub when a client times out on a request that landed).
     Hang(Duration),
-    /// Perform the request (the write lands) but answer 502 — the idempotency case.
+    /// Perform the request (the write lands) but answer 502 — the idempotency case
+    /// ("applied, answered 502"; GitHub does this when a proxy gives up on a slow write).
     DropResponse,
+    /// Handle the request normally but answer with this `Link` header instead of the real one
+    /// (a header a client cannot parse must not read as "last page").
+    ReplaceLinkHeader(String),
 }
 
 impl Fault {
@@ -42,6 +46,7 @@ impl Fault {
             Self::TooManyRequests { retry_after } => format!("429 (retry-after {retry_after})"),
             Self::Hang(duration) => format!("hang {}ms", duration.as_millis()),
             Self::DropResponse => "performed, response dropped (502)".to_owned(),
+            Self::ReplaceLinkHeader(link) => format!("link header replaced by {link:?}"),
         }
     }
 }

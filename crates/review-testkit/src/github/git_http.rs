@@ -86,6 +86,7 @@ pub(crate) async fn serve(
         || (rest == "info/refs" && query.contains("service=git-receive-pack"));
     let mut record = RequestRecord {
         sequence: 0,
+        received_at: Utc::now(),
         method: method.as_str().to_owned(),
         operation_id: Some(operation_id.to_owned()),
         route: Some(template.to_owned()),
@@ -184,7 +185,8 @@ pub(crate) async fn serve(
             return response;
         }
         Some(Fault::Hang(duration)) => tokio::time::sleep(*duration).await,
-        Some(Fault::DropResponse) | None => {}
+        // Git answers carry no `Link` header to replace.
+        Some(Fault::DropResponse | Fault::ReplaceLinkHeader(_)) | None => {}
     }
 
     let relative = git_dir

@@ -11,6 +11,8 @@ use serde_json::Value;
 pub struct RequestRecord {
     /// Arrival order, from 1.
     pub sequence: u64,
+    /// When the request arrived (for tests that check a client paused).
+    pub received_at: chrono::DateTime<chrono::Utc>,
     /// `GET`, `POST`…
     pub method: String,
     /// The operation id (`pulls/create-review`, `git/upload-pack`…); `None` for an unknown route.

@@ -277,4 +277,6 @@ pub(crate) struct Installation {
     pub account: String,
     pub selection: RepositorySelection,
     pub created_at: DateTime<Utc>,
+    /// Set while the installation is suspended.
+    pub suspended_at: Option<DateTime<Utc>>,
 }

@@ -37,6 +37,16 @@ pub struct SimOptions {
     pub diff_max_files: usize,
     /// The diff media type answers 406 past this many lines (GitHub: 20,000).
     pub diff_max_lines: usize,
+    /// How long a new review, review comment or issue comment stays out of the list
+    /// endpoints after it was created (GitHub's lists can lag behind a write; 0 = never).
+    /// [`super::GithubSim::set_list_lag`] changes it while the simulator runs.
+    pub list_lag: Duration,
+    /// Requests served at the same time before the secondary limit answers 403 (GitHub
+    /// documents 100 concurrent requests).
+    pub max_concurrent_requests: usize,
+    /// The largest `per_page` a list honours (GitHub: 100). A test lowers it to reach a
+    /// client's page cap with a few records.
+    pub max_per_page: usize,
 }
 
 impl Default for SimOptions {
@@ -57,6 +67,9 @@ impl Default for SimOptions {
             max_listed_files: 3_000,
             diff_max_files: 300,
             diff_max_lines: 20_000,
+            list_lag: Duration::ZERO,
+            max_concurrent_requests: 100,
+            max_per_page: 100,
         }
     }
 }

@@ -749,6 +749,6 @@ pub(crate) fn installation(state: &SimState, installation: &Installation, app: &
         "updated_at": timestamp(installation.created_at),
         "single_file_name": null,
         "suspended_by": null,
-        "suspended_at": null,
+        "suspended_at": installation.suspended_at.map(timestamp),
     })
 }

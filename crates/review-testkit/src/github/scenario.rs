@@ -288,6 +288,7 @@ impl GithubSim {
                 account: account.to_owned(),
                 selection,
                 created_at: Utc::now(),
+                suspended_at: None,
             },
         );
         Ok(id)
@@ -303,6 +304,53 @@ impl GithubSim {
                 token.expires_at = Some(now);
             }
         }
+    }
+
+    /// Removes an installation (the App is uninstalled from that account): its tokens stop
+    /// working (401) and minting one answers 404. Installing the App again gives a new id.
+    pub fn uninstall_app(&self, installation_id: u64) -> Result<(), SimError> {
+        let mut state = lock(self);
+        if state.installations.remove(&installation_id).is_none() {
+            return Err(SimError::Scenario(format!(
+                "no installation {installation_id}"
+            )));
+        }
+        state
+            .tokens
+            .retain(|_, token| token.subject != TokenSubject::Installation(installation_id));
+        Ok(())
+    }
+
+    /// Suspends (or, with `false`, unsuspends) an installation: while suspended, its tokens
+    /// are refused and minting one answers 403 "This installation has been suspended".
+    pub fn suspend_installation(
+        &self,
+        installation_id: u64,
+        suspended: bool,
+    ) -> Result<(), SimError> {
+        let mut state = lock(self);
+        let installation = state
+            .installations
+            .get_mut(&installation_id)
+            .ok_or_else(|| SimError::Scenario(format!("no installation {installation_id}")))?;
+        installation.suspended_at = suspended.then(Utc::now);
+        if suspended {
+            state
+                .tokens
+                .retain(|_, token| token.subject != TokenSubject::Installation(installation_id));
+        }
+        Ok(())
+    }
+
+    /// Hides new reviews, review comments and issue comments from the list endpoints for
+    /// `lag` after their creation (GitHub's lists can lag behind a write it acknowledged).
+    pub fn set_list_lag(&self, lag: std::time::Duration) {
+        lock(self).options.list_lag = lag;
+    }
+
+    /// The most API requests the simulator ever served at the same time.
+    pub fn peak_concurrent_requests(&self) -> usize {
+        self.inner.shared.peak_concurrency()
     }
 
     /// Sets the primary limit of the budget a token spends (for an installation token, the
@@ -435,6 +483,7 @@ impl GithubSim {
             },
             budget_key: "scenario".to_owned(),
             now: Utc::now(),
+            max_per_page: usize::MAX,
         };
         match (operation.handler)(&mut state, &context) {
             Ok(reply) => Ok(match reply.body {

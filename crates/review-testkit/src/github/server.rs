@@ -41,13 +41,51 @@ use crate::openapi::{OpenApi, Strictness};
 #[derive(Debug)]
 pub(crate) struct Shared {
     state: Mutex<SimState>,
+    /// API requests being served right now, and the most ever served at once.
+    concurrency: Mutex<(usize, usize)>,
+}
+
+/// Counts one API request as in flight until dropped.
+struct InFlight<'a> {
+    shared: &'a Shared,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut concurrency = self
+            .shared
+            .concurrency
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        concurrency.0 -= 1;
+    }
 }
 
 impl Shared {
     pub fn new(state: SimState) -> Self {
         Self {
             state: Mutex::new(state),
+            concurrency: Mutex::new((0, 0)),
         }
+    }
+
+    /// Counts a request in; returns the guard and how many are in flight with it.
+    fn enter(&self) -> (InFlight<'_>, usize) {
+        let mut concurrency = self
+            .concurrency
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        concurrency.0 += 1;
+        concurrency.1 = concurrency.1.max(concurrency.0);
+        (InFlight { shared: self }, concurrency.0)
+    }
+
+    /// The most API requests ever served at the same time.
+    pub fn peak_concurrency(&self) -> usize {
+        self.concurrency
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .1
     }
 
     /// Locks the state. A handler that panicked cannot leave it half-written in a way that
@@ -217,6 +255,7 @@ async fn api(
     let conditional = headers.contains_key(header::IF_NONE_MATCH);
     let mut record = RequestRecord {
         sequence: 0,
+        received_at: now,
         method: method.as_str().to_owned(),
         operation_id: None,
         route: None,
@@ -260,6 +299,18 @@ async fn api(
         Some(value).filter(|value| !value.is_null())
     };
     record.body.clone_from(&parsed_body);
+
+    // GitHub's concurrency limit: past it, the secondary limit answers (no `retry-after`).
+    let (_in_flight, concurrent) = shared.enter();
+    if concurrent > shared.lock().options.max_concurrent_requests {
+        let error = secondary_limit(None);
+        return finish(
+            &shared,
+            record,
+            error_outcome(&error, operation.documentation_url),
+            None,
+        );
+    }
 
     // Authentication, faults and budgets, under one lock.
     let admission = {
@@ -325,7 +376,7 @@ async fn api(
             );
         }
         Some(Fault::Hang(duration)) => tokio::time::sleep(*duration).await,
-        Some(Fault::DropResponse) | None => {}
+        Some(Fault::DropResponse | Fault::ReplaceLinkHeader(_)) | None => {}
     }
 
     // The request body against the operation's schema.
@@ -369,6 +420,7 @@ async fn api(
         actor: admission.actor.clone(),
         budget_key: admission.budget_key.clone(),
         now,
+        max_per_page: shared.lock().options.max_per_page,
     };
     let handler_shared = shared.clone();
     let result = tokio::task::spawn_blocking(move || {
@@ -403,6 +455,10 @@ async fn api(
     };
     if !operation.costs {
         outcome.cost = 0;
+    }
+    if let Some(Fault::ReplaceLinkHeader(link)) = &admission.fault {
+        outcome.headers.retain(|(name, _)| name != "link");
+        outcome.headers.push(("link".to_owned(), link.clone()));
     }
     if admission.fault == Some(Fault::DropResponse) {
         let error = ApiError::new(StatusCode::BAD_GATEWAY, "Server Error");

@@ -52,6 +52,12 @@ pub(super) fn create_installation_access_token(
         .filter(|installation| installation.app_id == app_id)
         .cloned()
         .ok_or_else(ApiError::not_found)?;
+    if installation.suspended_at.is_some() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "This installation has been suspended",
+        ));
+    }
     let narrowed = narrowed_repositories(state, context, &installation)?;
     let secret = format!("ghs_{}", uuid::Uuid::new_v4().simple());
     let lifetime = Duration::from_std(state.options.installation_token_lifetime)

@@ -9,7 +9,7 @@ use super::super::api::{ApiError, Context, Reply, paginate};
 use super::super::model::{IssueComment, Label};
 use super::super::render;
 use super::super::state::SimState;
-use super::{pull_mut, pull_of, visible_repository};
+use super::{listed, pull_mut, pull_of, visible_repository};
 
 /// `GET /repos/{owner}/{repo}/issues/{issue_number}/comments`
 pub(super) fn list_comments(state: &mut SimState, context: &Context) -> Result<Reply, ApiError> {
@@ -24,6 +24,7 @@ pub(super) fn list_comments(state: &mut SimState, context: &Context) -> Result<R
         .issue_comments
         .iter()
         .filter(|comment| since.is_none_or(|since| comment.updated_at >= since))
+        .filter(|comment| listed(state, comment.created_at, context.now))
         .map(|comment| render::issue_comment(state, repository, pull, comment))
         .collect();
     Ok(paginate(context, &state.base_url, items))
@@ -263,6 +264,22 @@ pub(super) fn set_labels(state: &mut SimState, context: &Context) -> Result<Repl
 }
 
 /// `DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}`
+/// `DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels`: removes every label (204).
+/// Not in the OpenAPI subset (review-bot never calls it); served because GitHub serves it, so
+/// a client whose label path collapses (`labels/..`) shows the damage.
+pub(super) fn remove_all_labels(
+    state: &mut SimState,
+    context: &Context,
+) -> Result<Reply, ApiError> {
+    context.require_login()?;
+    let key = visible_repository(state, context)?;
+    let number = context.number_param("issue_number")?;
+    let target = pull_mut(state, &key, number)?;
+    target.labels.clear();
+    target.updated_at = context.now;
+    Ok(Reply::no_content())
+}
+
 pub(super) fn remove_label(state: &mut SimState, context: &Context) -> Result<Reply, ApiError> {
     context.require_login()?;
     let key = visible_repository(state, context)?;

@@ -203,6 +203,13 @@ pub(crate) static OPERATIONS: &[Operation] = &[
         issues::set_labels,
     )),
     writes(op(
+        "issues/remove-all-labels",
+        "DELETE",
+        "/repos/{owner}/{repo}/issues/{issue_number}/labels",
+        "https://docs.github.com/rest/issues/labels#remove-all-labels-from-an-issue",
+        issues::remove_all_labels,
+    )),
+    writes(op(
         "issues/remove-label",
         "DELETE",
         "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}",
@@ -303,6 +310,17 @@ pub(crate) fn match_operation(
         }
         Some((operation, params))
     })
+}
+
+/// Whether a record created at `created_at` shows in list answers at `now` yet
+/// ([`super::SimOptions::list_lag`]: GitHub's lists can lag behind a write).
+pub(crate) fn listed(
+    state: &SimState,
+    created_at: chrono::DateTime<chrono::Utc>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> bool {
+    let lag = state.options.list_lag;
+    lag.is_zero() || chrono::Duration::from_std(lag).is_ok_and(|lag| created_at + lag <= now)
 }
 
 /// The `{owner}/{repo}` of the request, if the caller may see it (404 otherwise, as GitHub

@@ -12,7 +12,7 @@ use super::super::diff::{PullDiff, Side};
 use super::super::model::{Review, ReviewComment, ReviewState};
 use super::super::render;
 use super::super::state::SimState;
-use super::{pull_mut, pull_of, visible_repository};
+use super::{listed, pull_mut, pull_of, visible_repository};
 
 /// Where a requested comment sits in the diff, once validated.
 #[derive(Debug, Clone)]
@@ -403,6 +403,11 @@ pub(super) fn list_reviews(state: &mut SimState, context: &Context) -> Result<Re
         .reviews
         .iter()
         .filter(|review| visible_review(review, login))
+        .filter(|review| {
+            review
+                .submitted_at
+                .is_none_or(|submitted_at| listed(state, submitted_at, context.now))
+        })
         .map(|review| render::review(state, repository, pull, review))
         .collect();
     Ok(paginate(context, &state.base_url, items))
@@ -431,6 +436,7 @@ pub(super) fn list_review_comments(
                 .is_none_or(|review| visible_review(review, login))
         })
         .filter(|comment| since.is_none_or(|since| comment.updated_at >= since))
+        .filter(|comment| listed(state, comment.created_at, context.now))
         .collect();
     if context.query_value("sort") == Some("updated") {
         comments.sort_by_key(|comment| (comment.updated_at, comment.id));
