@@ -49,7 +49,7 @@ fn comment(file: &str, line: u32) -> Value {
     })
 }
 
-fn findings(comments: &[Value]) -> Value {
+pub(crate) fn findings(comments: &[Value]) -> Value {
     json!({
         "version": "1.0",
         "pr_info": { "number": 5, "repo": "acme/app", "title": "Change", "description": "",

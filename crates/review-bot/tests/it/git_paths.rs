@@ -6,12 +6,11 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
-use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::review_bot;
+use crate::findings::findings;
+use crate::{git_bytes, review_bot};
 
 /// The names, as bytes on disk.
 const NAMES: [&[u8]; 9] = [
@@ -26,23 +25,6 @@ const NAMES: [&[u8]; 9] = [
     b"C:x",
 ];
 
-fn run_git(root: &Path, args: &[&str]) -> Vec<u8> {
-    let output = Command::new("git")
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
-        .args(["-c", "init.defaultBranch=main", "-c", "core.autocrlf=false"])
-        .args(["-c", "core.protectNTFS=false"])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .expect("git is installed (apt-get install git)");
-    assert!(
-        output.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output.stdout
-}
-
 /// A repository where every name's line 2 changes; `PR.diff` as git writes it
 /// with `core.quotePath` set to `quote_path` (raw bytes, not re-encoded).
 fn pull_request(quote_path: bool) -> tempfile::TempDir {
@@ -53,36 +35,29 @@ fn pull_request(quote_path: bool) -> tempfile::TempDir {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, content).unwrap();
     };
-    run_git(root, &["init", "-q"]);
+    // Linux stores any byte but NUL and `/`; git's NTFS protection would
+    // refuse the backslash.
+    let run_git = |args: &[&str]| {
+        git_bytes(
+            root,
+            &[&["-c", "core.protectNTFS=false"][..], args].concat(),
+        )
+    };
+    run_git(&["init", "-q"]);
     for name in NAMES {
         write(name, "one\ntwo\nthree\n");
     }
-    run_git(root, &["add", "-A"]);
-    run_git(root, &["commit", "-qm", "base"]);
+    run_git(&["add", "-A"]);
+    run_git(&["commit", "-qm", "base"]);
     for name in NAMES {
         write(name, "one\nTWO\nthree\n");
     }
-    run_git(root, &["add", "-A"]);
-    run_git(root, &["commit", "-qm", "change"]);
+    run_git(&["add", "-A"]);
+    run_git(&["commit", "-qm", "change"]);
     let setting = format!("core.quotePath={quote_path}");
-    let diff = run_git(root, &["-c", &setting, "diff", "HEAD~1", "HEAD"]);
+    let diff = run_git(&["-c", &setting, "diff", "HEAD~1", "HEAD"]);
     std::fs::write(root.join("PR.diff"), diff).unwrap();
     dir
-}
-
-fn findings(comments: &[Value]) -> Value {
-    json!({
-        "version": "1.0",
-        "pr_info": { "number": 5, "repo": "acme/app", "title": "Odd names", "description": "",
-                     "head_sha": "0123456789abcdef0123456789abcdef01234567" },
-        "review_summary": { "overview": "Names.",
-                            "confidence_breakdown": { "high": 1, "medium": 0, "low": 0, "suggestions": 0 },
-                            "key_findings": [], "security_assessment": "", "positive_highlights": "" },
-        "line_comments": comments,
-        "review_event": "COMMENT",
-        "metadata": { "reviewed_at": "2025-01-13T10:30:00Z", "reviewer_agent": "test",
-                      "files_analyzed": 1, "total_issues": 1 }
-    })
 }
 
 #[test]

@@ -21,6 +21,12 @@ pub fn review_bot(dir: &Path) -> assert_cmd::Command {
 
 /// Runs git in `dir` and returns its standard output; fails the test on error.
 pub fn git(dir: &Path, args: &[&str]) -> String {
+    String::from_utf8(git_bytes(dir, args)).expect("git prints UTF-8 here")
+}
+
+/// Runs git in `dir` and returns its standard output as bytes (file names
+/// need not be UTF-8); fails the test on error.
+pub fn git_bytes(dir: &Path, args: &[&str]) -> Vec<u8> {
     let output = Command::new("git")
         .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
         .args(["-c", "init.defaultBranch=main", "-c", "core.autocrlf=false"])
@@ -33,7 +39,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         "git {args:?} failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8(output.stdout).expect("git prints UTF-8 here")
+    output.stdout
 }
 
 /// A file under `crates/review-core/tests/fixtures`.

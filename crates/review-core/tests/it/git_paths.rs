@@ -377,6 +377,16 @@ proptest! {
     }
 }
 
+/// Builds the repository for `cases` and checks git's diff with
+/// `core.quotePath` on and off.
+fn check_both_quotings(cases: &[Case]) {
+    let repository = build(cases);
+    for quote_path in [true, false] {
+        let diff = diff(&repository, quote_path);
+        check(cases, &diff, quote_path).unwrap();
+    }
+}
+
 /// The issue's own case, spelled out: a tab in the name, quoted by git.
 #[test]
 fn a_tab_in_a_name_anchors_inline() {
@@ -385,11 +395,7 @@ fn a_tab_in_a_name_anchors_inline() {
         name: b"tab\there.txt".to_vec(),
         other: Vec::new(),
     }];
-    let repository = build(&cases);
-    for quote_path in [true, false] {
-        let diff = diff(&repository, quote_path);
-        check(&cases, &diff, quote_path).unwrap();
-    }
+    check_both_quotings(&cases);
 }
 
 /// Hand-picked names that make an unquoted `diff --git` line ambiguous or
@@ -429,11 +435,7 @@ fn hand_picked_hard_names_anchor_on_their_own_paths() {
         })
         .collect();
     assert!(coexist(&cases));
-    let repository = build(&cases);
-    for quote_path in [true, false] {
-        let diff = diff(&repository, quote_path);
-        check(&cases, &diff, quote_path).unwrap();
-    }
+    check_both_quotings(&cases);
     // Mode and binary changes of the ambiguous names, where the `diff --git`
     // line is all there is to read the name from.
     let cases: Vec<Case> = names
@@ -449,11 +451,7 @@ fn hand_picked_hard_names_anchor_on_their_own_paths() {
             other: Vec::new(),
         })
         .collect();
-    let repository = build(&cases);
-    for quote_path in [true, false] {
-        let diff = diff(&repository, quote_path);
-        check(&cases, &diff, quote_path).unwrap();
-    }
+    check_both_quotings(&cases);
 }
 
 /// Two names that differ only in bytes that are not UTF-8 read the same once
