@@ -3,7 +3,10 @@
 //!
 //! It serves one repository, `acme/widgets`, copied from a local git repository, with one open
 //! pull request #1 from `--head` into `--base`. When ready it prints one JSON line on stdout —
-//! `{"api_url": …, "token": …, "clone_url": …}` — and serves until killed.
+//! `{"api_url": …, "token": …, "ci_token": …, "clone_url": …}` — and serves until killed.
+//! `token` is a personal access token of the user `review-bot`; `ci_token` is an installation
+//! token of a GitHub App `ci` installed on `acme` (check runs take App tokens only), valid for
+//! an hour like GitHub's.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -11,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use review_testkit::github::{GithubSim, SimError, SimOptions};
+use review_testkit::github::{GithubSim, RepositorySelection, SimError, SimOptions};
 
 /// Serve a local git repository as `acme/widgets` with an open pull request #1.
 #[derive(Debug, Parser)]
@@ -48,9 +51,12 @@ fn serve(arguments: &Arguments) -> Result<GithubSim, SimError> {
         pull = pull.label(label);
     }
     pull.open()?;
+    let ci = sim.create_app("ci")?;
+    let installation = sim.install_app(&ci, "acme", RepositorySelection::All)?;
     let ready = serde_json::json!({
         "api_url": sim.api_url(),
         "token": user.token,
+        "ci_token": sim.installation_token(installation)?,
         "clone_url": repo.clone_url(),
     });
     let mut stdout = std::io::stdout().lock();

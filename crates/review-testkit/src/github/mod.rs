@@ -84,8 +84,8 @@ pub use diff::Side;
 pub use faults::{Fault, FaultRule};
 pub use log::{OperationCounter, RequestCounters, RequestRecord};
 pub use model::{
-    AccountKind, CheckRun, CommitStatus, IssueComment, Label, RepositorySelection, Review,
-    ReviewComment, ReviewState,
+    AccountKind, CheckRun, CommitStatus, IssueComment, Label, Reaction, RepositorySelection,
+    Review, ReviewComment, ReviewState,
 };
 pub use options::SimOptions;
 pub use rate::RateLimitSnapshot;

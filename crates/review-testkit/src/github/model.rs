@@ -146,6 +146,21 @@ pub struct IssueComment {
     pub created_at: DateTime<Utc>,
     /// When it was last edited.
     pub updated_at: DateTime<Utc>,
+    /// Reactions, in the order they were added.
+    pub reactions: Vec<Reaction>,
+}
+
+/// A reaction (`+1`, `eyes`…) on an issue comment; one per user and content.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reaction {
+    /// GitHub's numeric id.
+    pub id: u64,
+    /// Who reacted.
+    pub user: String,
+    /// `+1`, `-1`, `laugh`, `confused`, `heart`, `hooray`, `rocket` or `eyes`.
+    pub content: String,
+    /// When it was added.
+    pub created_at: DateTime<Utc>,
 }
 
 /// A check run on a commit.
@@ -164,6 +179,16 @@ pub struct CheckRun {
     pub conclusion: Option<String>,
     /// A link to the run's details.
     pub details_url: Option<String>,
+    /// The integrator's own reference for the run.
+    pub external_id: Option<String>,
+    /// `output.title`.
+    pub output_title: Option<String>,
+    /// `output.summary`.
+    pub output_summary: Option<String>,
+    /// `output.text`.
+    pub output_text: Option<String>,
+    /// The app that created it (through an installation token); `None` for runs a test added.
+    pub app_id: Option<u64>,
     /// When it started.
     pub started_at: DateTime<Utc>,
     /// When it completed.
@@ -232,6 +257,9 @@ pub(crate) struct Repository {
     pub next_number: u64,
     pub check_runs: Vec<CheckRun>,
     pub statuses: Vec<CommitStatus>,
+    /// Collaborators by lower-cased login, with their role (`admin`, `maintain`, `write`,
+    /// `triage`, `read`); the owner is an admin without an entry.
+    pub collaborators: std::collections::BTreeMap<String, String>,
 }
 
 impl Repository {

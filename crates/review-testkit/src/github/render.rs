@@ -12,7 +12,7 @@ use super::diff::DiffFile;
 use super::git::CommitInfo;
 use super::model::{
     Account, AccountKind, App, CheckRun, CommitStatus, Installation, IssueComment, Label,
-    PullRequest, Repository, RepositorySelection, Review, ReviewComment,
+    PullRequest, Reaction, Repository, RepositorySelection, Review, ReviewComment,
 };
 use super::state::SimState;
 
@@ -213,6 +213,39 @@ pub(crate) fn repository(state: &SimState, repository: &Repository) -> Value {
         map.extend(rest);
     }
     value
+}
+
+/// A `full-repository` (`repos/get`): the repository and the counts only it carries.
+pub(crate) fn full_repository(state: &SimState, repository: &Repository) -> Value {
+    let mut value = self::repository(state, repository);
+    value["network_count"] = json!(0);
+    value["subscribers_count"] = json!(0);
+    value
+}
+
+/// A `repository-collaborator-permission`: the legacy permission (`admin`, `write`, `read`,
+/// `none`), the role, and the user as a collaborator.
+pub(crate) fn collaborator_permission(state: &SimState, login: &str, role: &str) -> Value {
+    let permission = match role {
+        "admin" => "admin",
+        "maintain" | "write" => "write",
+        "triage" | "read" => "read",
+        _ => "none",
+    };
+    let rank = ["read", "triage", "write", "maintain", "admin"]
+        .iter()
+        .position(|candidate| *candidate == role)
+        .map_or(0, |index| index + 1);
+    let mut collaborator = user(state, login);
+    collaborator["role_name"] = json!(role);
+    collaborator["permissions"] = json!({
+        "pull": rank >= 1,
+        "triage": rank >= 2,
+        "push": rank >= 3,
+        "maintain": rank >= 4,
+        "admin": rank >= 5,
+    });
+    json!({"permission": permission, "role_name": role, "user": collaborator})
 }
 
 /// A `minimal-repository` (combined status, installation repositories).
@@ -456,17 +489,39 @@ pub(crate) fn review_comment(
 }
 
 fn reactions(url: &str) -> Value {
+    reaction_rollup(url, &[])
+}
+
+/// The `reactions` summary of a record: counts per content.
+fn reaction_rollup(url: &str, reactions: &[Reaction]) -> Value {
+    let count = |content: &str| {
+        reactions
+            .iter()
+            .filter(|reaction| reaction.content == content)
+            .count()
+    };
     json!({
         "url": format!("{url}/reactions"),
-        "total_count": 0,
-        "+1": 0,
-        "-1": 0,
-        "laugh": 0,
-        "confused": 0,
-        "heart": 0,
-        "hooray": 0,
-        "eyes": 0,
-        "rocket": 0,
+        "total_count": reactions.len(),
+        "+1": count("+1"),
+        "-1": count("-1"),
+        "laugh": count("laugh"),
+        "confused": count("confused"),
+        "heart": count("heart"),
+        "hooray": count("hooray"),
+        "eyes": count("eyes"),
+        "rocket": count("rocket"),
+    })
+}
+
+/// A `reaction`.
+pub(crate) fn reaction(state: &SimState, reaction: &Reaction) -> Value {
+    json!({
+        "id": reaction.id,
+        "node_id": node_id("REA", reaction.id),
+        "user": user(state, &reaction.user),
+        "content": reaction.content,
+        "created_at": timestamp(reaction.created_at),
     })
 }
 
@@ -492,7 +547,7 @@ pub(crate) fn issue_comment(
         "issue_url": format!("{base}/repos/{full_name}/issues/{}", pull.number),
         "author_association": author_association(repository, &comment.user),
         "performed_via_github_app": null,
-        "reactions": reactions(&url),
+        "reactions": reaction_rollup(&url, &comment.reactions),
     })
 }
 
@@ -594,6 +649,20 @@ pub(crate) fn commit(
     })
 }
 
+/// A `commit` as lists show it (pull request commits, comparisons): no `stats`, no `files`.
+pub(crate) fn commit_summary(
+    state: &SimState,
+    repository: &Repository,
+    info: &CommitInfo,
+) -> Value {
+    let mut value = commit(state, repository, info, &[]);
+    if let Value::Object(map) = &mut value {
+        map.remove("stats");
+        map.remove("files");
+    }
+    value
+}
+
 /// The e-mail address the scenario helpers commit as for a login.
 pub(crate) fn commit_email(login: &str) -> String {
     format!("{login}@users.noreply.github.com")
@@ -604,11 +673,15 @@ pub(crate) fn check_run(state: &SimState, repository: &Repository, run: &CheckRu
     let base = &state.base_url;
     let full_name = repository.full_name();
     let url = format!("{base}/repos/{full_name}/check-runs/{}", run.id);
+    let app = run
+        .app_id
+        .and_then(|id| state.apps.get(&id))
+        .map_or(Value::Null, |app| integration(state, repository, app));
     json!({
         "id": run.id,
         "head_sha": run.head_sha,
         "node_id": node_id("CR", run.id),
-        "external_id": "",
+        "external_id": run.external_id.as_deref().unwrap_or(""),
         "url": url,
         "html_url": format!("{base}/{full_name}/runs/{}", run.id),
         "details_url": run.details_url,
@@ -617,16 +690,38 @@ pub(crate) fn check_run(state: &SimState, repository: &Repository, run: &CheckRu
         "started_at": timestamp(run.started_at),
         "completed_at": optional_timestamp(run.completed_at),
         "output": {
-            "title": null,
-            "summary": null,
-            "text": null,
+            "title": run.output_title,
+            "summary": run.output_summary,
+            "text": run.output_text,
             "annotations_count": 0,
             "annotations_url": format!("{url}/annotations"),
         },
         "name": run.name,
         "check_suite": {"id": run.id + 1},
-        "app": null,
+        "app": app,
         "pull_requests": [],
+    })
+}
+
+/// An `integration` (the app behind a check run). The simulator does not model who registered
+/// an app: the repository's owner stands in as its owner.
+fn integration(state: &SimState, repository: &Repository, app: &App) -> Value {
+    let base = &state.base_url;
+    let owner = owner_account(state, &repository.owner);
+    json!({
+        "id": app.id,
+        "slug": app.slug,
+        "node_id": node_id("A", app.id),
+        "client_id": app.client_id,
+        "owner": account_json(base, &owner),
+        "name": app.slug,
+        "description": null,
+        "external_url": format!("{base}/apps/{}", app.slug),
+        "html_url": format!("{base}/apps/{}", app.slug),
+        "created_at": timestamp(repository.created_at),
+        "updated_at": timestamp(repository.created_at),
+        "permissions": installation_permissions(),
+        "events": ["pull_request", "push"],
     })
 }
 
@@ -715,12 +810,12 @@ pub(crate) fn search_item(state: &SimState, repository: &Repository, pull: &Pull
 /// The permissions every simulated installation has.
 pub(crate) fn installation_permissions() -> Value {
     json!({
-        "checks": "read",
+        "checks": "write",
         "contents": "write",
         "issues": "write",
         "metadata": "read",
         "pull_requests": "write",
-        "statuses": "read",
+        "statuses": "write",
     })
 }
 

@@ -158,6 +158,31 @@ impl GithubSim {
         issue_token(&mut state, &account.login)
     }
 
+    /// Mints an installation access token for an installation, as
+    /// `apps/create-installation-access-token` does (all its repositories, the configured
+    /// lifetime — an hour by default), without an app JWT: for callers that cannot sign one,
+    /// such as a person driving `github-sim` with `curl`.
+    pub fn installation_token(&self, installation_id: u64) -> Result<String, SimError> {
+        let mut state = lock(self);
+        if !state.installations.contains_key(&installation_id) {
+            return Err(SimError::Scenario(format!(
+                "no installation {installation_id}"
+            )));
+        }
+        let lifetime = chrono::Duration::from_std(state.options.installation_token_lifetime)
+            .unwrap_or_else(|_| chrono::Duration::hours(1));
+        let secret = format!("ghs_{}", uuid::Uuid::new_v4().simple());
+        state.tokens.insert(
+            secret.clone(),
+            Token {
+                subject: TokenSubject::Installation(installation_id),
+                expires_at: Some(Utc::now() + lifetime),
+                repositories: None,
+            },
+        );
+        Ok(secret)
+    }
+
     /// Starts building a repository `owner/name`.
     pub fn repo(&self, full_name: &str) -> RepoBuilder {
         RepoBuilder {
@@ -559,6 +584,7 @@ fn register_repository(
         next_number: 1,
         check_runs: Vec::new(),
         statuses: Vec::new(),
+        collaborators: std::collections::BTreeMap::new(),
     };
     for (label, color) in labels {
         let label_id = state.next_id();
@@ -786,6 +812,37 @@ impl RepoHandle {
         self.with_repository(|repository| repository.labels.clone())
     }
 
+    /// Makes `login` a collaborator with a role (`admin`, `maintain`, `write`, `triage` or
+    /// `read`), as `repos/get-collaborator-permission-level` then reports it.
+    pub fn add_collaborator(&self, login: &str, role: &str) -> Result<(), SimError> {
+        const ROLES: [&str; 5] = ["admin", "maintain", "write", "triage", "read"];
+        if !ROLES.contains(&role) {
+            return Err(SimError::Scenario(format!(
+                "collaborator role {role:?} is not one of {ROLES:?}"
+            )));
+        }
+        let mut state = lock(&self.sim);
+        state.ensure_account(login, AccountKind::User);
+        let repository = state
+            .repositories
+            .get_mut(&self.key())
+            .ok_or_else(|| SimError::Scenario(format!("no repository {}", self.full_name())))?;
+        repository
+            .collaborators
+            .insert(login.to_ascii_lowercase(), role.to_owned());
+        Ok(())
+    }
+
+    /// Every check run in the repository, as posted or updated (oldest first).
+    pub fn check_runs(&self) -> Result<Vec<CheckRun>, SimError> {
+        self.with_repository(|repository| repository.check_runs.clone())
+    }
+
+    /// Every commit status in the repository, as posted (oldest first).
+    pub fn statuses(&self) -> Result<Vec<CommitStatus>, SimError> {
+        self.with_repository(|repository| repository.statuses.clone())
+    }
+
     /// Defines a label in the repository.
     pub fn create_label(&self, name: &str, color: &str) -> Result<(), SimError> {
         let mut state = lock(&self.sim);
@@ -868,6 +925,11 @@ impl RepoHandle {
             status: status.to_owned(),
             conclusion: conclusion.map(str::to_owned),
             details_url: Some(format!("https://ci.example.com/{full_name}/runs/{id}")),
+            external_id: None,
+            output_title: None,
+            output_summary: None,
+            output_text: None,
+            app_id: None,
             started_at: now,
             completed_at: (status == "completed").then_some(now),
         });

@@ -28,6 +28,36 @@ impl Drop for Server {
     }
 }
 
+/// CI reports the way the README shows: a status with the token, a check run with the CI
+/// app's installation token, both read back by branch name.
+async fn ci_reports_by_branch(api_url: &str, token: &str, ci_token: &str, head: &str) {
+    let http = reqwest::Client::new();
+    let posted = http
+        .post(format!("{api_url}/repos/acme/widgets/statuses/{head}"))
+        .bearer_auth(token)
+        .json(&serde_json::json!({"state": "failure", "context": "ci/test"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status().as_u16(), 201);
+    let posted = http
+        .post(format!("{api_url}/repos/acme/widgets/check-runs"))
+        .bearer_auth(ci_token)
+        .json(&serde_json::json!({"name": "build", "head_sha": head, "conclusion": "success"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status().as_u16(), 201);
+    let read = |path: &str| {
+        let request = http.get(format!("{api_url}{path}")).bearer_auth(token);
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let combined = read("/repos/acme/widgets/commits/feature/status").await;
+    assert_eq!(combined["state"], "failure");
+    let runs = read("/repos/acme/widgets/commits/feature/check-runs").await;
+    assert_eq!(runs["check_runs"][0]["conclusion"], "success");
+}
+
 #[tokio::test]
 async fn github_sim_serves_a_local_repository_with_one_pull_request() {
     let work = tempfile::tempdir().unwrap();
@@ -80,6 +110,9 @@ async fn github_sim_serves_a_local_repository_with_one_pull_request() {
     assert_eq!(pull["base"]["ref"], "main");
     assert_eq!(pull["labels"][0]["name"], "bot-review-needed");
     assert_eq!(pull["changed_files"], 1);
+
+    let head = pull["head"]["sha"].as_str().unwrap();
+    ci_reports_by_branch(api_url, token, ready["ci_token"].as_str().unwrap(), head).await;
 
     git(
         work.path(),

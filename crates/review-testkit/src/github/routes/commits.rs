@@ -1,7 +1,8 @@
 //! Commits and CI: `repos/get-commit` (JSON with stats and files, or the diff, patch and sha
-//! media types), check runs for a ref, commit statuses for a ref, and the combined status —
-//! `pending` with `total_count: 0` when there are no statuses at all, so a checks-only
-//! repository never reports `success` there.
+//! media types), check runs for a ref, commit statuses for a ref (every one, newest first),
+//! and the combined status — the newest status of each context; `pending` with
+//! `total_count: 0` when there are no statuses at all, so a checks-only repository never
+//! reports `success` there. `{ref}` is a SHA, a branch or a tag. What CI writes is in `checks`.
 
 use std::collections::BTreeMap;
 
@@ -174,10 +175,12 @@ pub(super) fn combined_status(state: &mut SimState, context: &Context) -> Result
         .repositories
         .get(&key)
         .ok_or_else(ApiError::not_found)?;
-    // The latest status of each context.
-    let mut latest: BTreeMap<&str, &CommitStatus> = BTreeMap::new();
+    // The latest status of each context (contexts compare case-insensitively, like GitHub's).
+    let mut latest: BTreeMap<String, &CommitStatus> = BTreeMap::new();
     for status in statuses_for(state, &key, &sha)? {
-        latest.entry(status.context.as_str()).or_insert(status);
+        latest
+            .entry(status.context.to_lowercase())
+            .or_insert(status);
     }
     let states: Vec<&str> = latest
         .values()

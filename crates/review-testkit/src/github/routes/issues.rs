@@ -1,12 +1,13 @@
-//! The issue side of a pull request: conversation comments (create, update, list) and labels
-//! (list, add — creating missing labels in the repository —, set, remove — 404 `Label does not
-//! exist` when the issue lacks it).
+//! The issue side of a pull request: conversation comments (create, get, update, list, and
+//! reactions on them — one per user and content, 200 for one already there) and labels (list,
+//! add — creating missing labels in the repository —, set, remove — 404 `Label does not exist`
+//! when the issue lacks it).
 
 use axum::http::StatusCode;
 use serde_json::Value;
 
 use super::super::api::{ApiError, Context, Reply, paginate};
-use super::super::model::{IssueComment, Label};
+use super::super::model::{IssueComment, Label, Reaction};
 use super::super::render;
 use super::super::state::SimState;
 use super::{listed, pull_mut, pull_of, visible_repository};
@@ -52,6 +53,7 @@ pub(super) fn create_comment(state: &mut SimState, context: &Context) -> Result<
         body,
         created_at: context.now,
         updated_at: context.now,
+        reactions: Vec::new(),
     };
     let target = pull_mut(state, &key, number)?;
     target.issue_comments.push(comment.clone());
@@ -69,18 +71,12 @@ pub(super) fn create_comment(state: &mut SimState, context: &Context) -> Result<
     ))
 }
 
-/// `PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}`
-pub(super) fn update_comment(state: &mut SimState, context: &Context) -> Result<Reply, ApiError> {
-    let login = context.require_login()?;
-    let key = visible_repository(state, context)?;
-    let comment_id = context.number_param("comment_id")?;
-    let body = context.body_str("body").unwrap_or_default().to_owned();
-    ApiError::check_body_length("IssueComment", &body)?;
-    let repository = state
+/// The number of the pull request holding issue comment `comment_id` (404 when none does).
+fn comment_pull(state: &SimState, key: &str, comment_id: u64) -> Result<u64, ApiError> {
+    state
         .repositories
-        .get(&key)
-        .ok_or_else(ApiError::not_found)?;
-    let number = repository
+        .get(key)
+        .ok_or_else(ApiError::not_found)?
         .pulls
         .values()
         .find(|pull| {
@@ -89,6 +85,68 @@ pub(super) fn update_comment(state: &mut SimState, context: &Context) -> Result<
                 .any(|comment| comment.id == comment_id)
         })
         .map(|pull| pull.number)
+        .ok_or_else(ApiError::not_found)
+}
+
+/// `GET /repos/{owner}/{repo}/issues/comments/{comment_id}`
+pub(super) fn get_comment(state: &mut SimState, context: &Context) -> Result<Reply, ApiError> {
+    let key = visible_repository(state, context)?;
+    let comment_id = context.number_param("comment_id")?;
+    let number = comment_pull(state, &key, comment_id)?;
+    let (repository, pull) = pull_of(state, &key, number)?;
+    let comment = pull
+        .issue_comments
+        .iter()
+        .find(|comment| comment.id == comment_id)
+        .ok_or_else(ApiError::not_found)?;
+    Ok(Reply::ok(render::issue_comment(
+        state, repository, pull, comment,
+    )))
+}
+
+/// `POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions`: 201 with a new
+/// reaction, 200 with the existing one when this user already reacted with this content.
+pub(super) fn create_reaction(state: &mut SimState, context: &Context) -> Result<Reply, ApiError> {
+    let login = context.require_login()?;
+    let key = visible_repository(state, context)?;
+    let comment_id = context.number_param("comment_id")?;
+    let kind = context.body_str("content").unwrap_or_default().to_owned();
+    let number = comment_pull(state, &key, comment_id)?;
+    let id = state.next_id();
+    let comment = pull_mut(state, &key, number)?
+        .issue_comments
+        .iter_mut()
+        .find(|comment| comment.id == comment_id)
+        .ok_or_else(ApiError::not_found)?;
+    if let Some(existing) = comment
+        .reactions
+        .iter()
+        .find(|reaction| reaction.content == kind && reaction.user.eq_ignore_ascii_case(&login))
+    {
+        let existing = existing.clone();
+        return Ok(Reply::ok(render::reaction(state, &existing)));
+    }
+    let reaction = Reaction {
+        id,
+        user: login,
+        content: kind,
+        created_at: context.now,
+    };
+    comment.reactions.push(reaction.clone());
+    Ok(Reply::created(render::reaction(state, &reaction), None))
+}
+
+/// `PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}`
+pub(super) fn update_comment(state: &mut SimState, context: &Context) -> Result<Reply, ApiError> {
+    let login = context.require_login()?;
+    let key = visible_repository(state, context)?;
+    let comment_id = context.number_param("comment_id")?;
+    let body = context.body_str("body").unwrap_or_default().to_owned();
+    ApiError::check_body_length("IssueComment", &body)?;
+    let number = comment_pull(state, &key, comment_id)?;
+    let repository = state
+        .repositories
+        .get(&key)
         .ok_or_else(ApiError::not_found)?;
     let owner = repository.owner.clone();
     let target = pull_mut(state, &key, number)?;

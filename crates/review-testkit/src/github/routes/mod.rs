@@ -3,9 +3,11 @@
 //! the handlers, grouped by area.
 
 mod apps;
+mod checks;
 mod commits;
 mod issues;
 mod pulls;
+mod repos;
 mod reviews;
 mod search;
 
@@ -44,6 +46,9 @@ pub(crate) struct Operation {
     pub content_creation: bool,
     /// Spends the primary budget (the rate-limit endpoint does not).
     pub costs: bool,
+    /// The handler validates the request body itself, because GitHub answers some invalid
+    /// bodies with its own error rather than the schema's `Invalid request`.
+    pub validates_body: bool,
     pub auth: Auth,
     pub documentation_url: &'static str,
     pub handler: Handler,
@@ -63,6 +68,7 @@ const fn op(
         resource: Resource::Core,
         content_creation: false,
         costs: true,
+        validates_body: false,
         auth: Auth::Token,
         documentation_url,
         handler,
@@ -123,6 +129,41 @@ pub(crate) static OPERATIONS: &[Operation] = &[
         )
     },
     op(
+        "repos/get",
+        "GET",
+        "/repos/{owner}/{repo}",
+        "https://docs.github.com/rest/repos/repos#get-a-repository",
+        repos::get,
+    ),
+    writes(op(
+        "checks/create",
+        "POST",
+        "/repos/{owner}/{repo}/check-runs",
+        "https://docs.github.com/rest/checks/runs#create-a-check-run",
+        checks::create_check_run,
+    )),
+    op(
+        "checks/get",
+        "GET",
+        "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+        "https://docs.github.com/rest/checks/runs#get-a-check-run",
+        checks::get_check_run,
+    ),
+    writes(op(
+        "checks/update",
+        "PATCH",
+        "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+        "https://docs.github.com/rest/checks/runs#update-a-check-run",
+        checks::update_check_run,
+    )),
+    op(
+        "repos/get-collaborator-permission-level",
+        "GET",
+        "/repos/{owner}/{repo}/collaborators/{username}/permission",
+        "https://docs.github.com/rest/collaborators/collaborators#get-repository-permissions-for-a-user",
+        repos::collaborator_permission,
+    ),
+    op(
         "repos/get-commit",
         "GET",
         "/repos/{owner}/{repo}/commits/{ref}",
@@ -150,6 +191,13 @@ pub(crate) static OPERATIONS: &[Operation] = &[
         "https://docs.github.com/rest/commits/statuses#list-commit-statuses-for-a-reference",
         commits::list_statuses,
     ),
+    op(
+        "repos/compare-commits",
+        "GET",
+        "/repos/{owner}/{repo}/compare/{basehead}",
+        "https://docs.github.com/rest/commits/commits#compare-two-commits",
+        repos::compare,
+    ),
     auth(
         op(
             "apps/get-repo-installation",
@@ -160,12 +208,26 @@ pub(crate) static OPERATIONS: &[Operation] = &[
         ),
         Auth::AppJwt,
     ),
+    op(
+        "issues/get-comment",
+        "GET",
+        "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+        "https://docs.github.com/rest/issues/comments#get-an-issue-comment",
+        issues::get_comment,
+    ),
     writes(op(
         "issues/update-comment",
         "PATCH",
         "/repos/{owner}/{repo}/issues/comments/{comment_id}",
         "https://docs.github.com/rest/issues/comments#update-an-issue-comment",
         issues::update_comment,
+    )),
+    writes(op(
+        "reactions/create-for-issue-comment",
+        "POST",
+        "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
+        "https://docs.github.com/rest/reactions/reactions#create-reaction-for-an-issue-comment",
+        issues::create_reaction,
     )),
     op(
         "issues/list-comments",
@@ -245,6 +307,13 @@ pub(crate) static OPERATIONS: &[Operation] = &[
         reviews::create_reply,
     )),
     op(
+        "pulls/list-commits",
+        "GET",
+        "/repos/{owner}/{repo}/pulls/{pull_number}/commits",
+        "https://docs.github.com/rest/pulls/pulls#list-commits-on-a-pull-request",
+        pulls::list_commits,
+    ),
+    op(
         "pulls/list-files",
         "GET",
         "/repos/{owner}/{repo}/pulls/{pull_number}/files",
@@ -265,6 +334,16 @@ pub(crate) static OPERATIONS: &[Operation] = &[
         "https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request",
         reviews::create_review,
     )),
+    Operation {
+        validates_body: true,
+        ..writes(op(
+            "repos/create-commit-status",
+            "POST",
+            "/repos/{owner}/{repo}/statuses/{sha}",
+            "https://docs.github.com/rest/commits/statuses#create-a-commit-status",
+            checks::create_status,
+        ))
+    },
     Operation {
         resource: Resource::Search,
         ..op(

@@ -1,5 +1,6 @@
 //! Pull requests: `pulls/get` (JSON, and the diff and patch media types with GitHub's 406
-//! `too_large`), and `pulls/list-files` (per-file patches, paginated, capped at 3,000).
+//! `too_large`), `pulls/list-files` (per-file patches, paginated, capped at 3,000), and
+//! `pulls/list-commits` (oldest first, paginated, capped at 250 like GitHub).
 
 use axum::http::StatusCode;
 
@@ -117,4 +118,36 @@ pub(super) fn list_files(state: &mut SimState, context: &Context) -> Result<Repl
                 .collect(),
         )
     }))
+}
+
+/// The most commits `pulls/list-commits` returns, however many pages are asked for.
+const LISTED_COMMITS: usize = 250;
+
+/// `GET /repos/{owner}/{repo}/pulls/{pull_number}/commits`
+pub(super) fn list_commits(state: &mut SimState, context: &Context) -> Result<Reply, ApiError> {
+    let key = visible_repository(state, context)?;
+    let number = context.number_param("pull_number")?;
+    let (repository, pull) = pull_of(state, &key, number)?;
+    let head_sha = state.head_sha(repository, pull)?;
+    let base_sha = state.base_sha(repository, pull)?;
+    let git = state.git(repository);
+    let mut commits = git.commits_between(&base_sha, &head_sha)?;
+    commits.truncate(LISTED_COMMITS);
+    let infos = commits
+        .iter()
+        .map(|sha| git.commit_info(sha))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(paginate_range(
+        context,
+        &state.base_url,
+        infos.len(),
+        |range| {
+            Value::Array(
+                infos[range]
+                    .iter()
+                    .map(|info| render::commit_summary(state, repository, info))
+                    .collect(),
+            )
+        },
+    ))
 }

@@ -430,6 +430,167 @@ async fn every_operation_answers_in_the_shape_of_its_schema() {
         )
         .await;
 
+    // What CI writes: statuses with any token, check runs with the installation's.
+    caller
+        .call(
+            "repos/create-commit-status",
+            &token,
+            Method::POST,
+            &format!("/repos/acme/widgets/statuses/{head}"),
+            Some(json!({"state": "failure", "context": "ci/test", "target_url": "https://ci.example.com/9", "description": "2 failed"})),
+        )
+        .await;
+    let run = caller
+        .call(
+            "checks/create",
+            &installation_token,
+            Method::POST,
+            "/repos/acme/widgets/check-runs",
+            Some(json!({"name": "test", "head_sha": head, "status": "in_progress", "external_id": "42"})),
+        )
+        .await;
+    let run_path = format!("/repos/acme/widgets/check-runs/{}", run["id"]);
+    caller
+        .call(
+            "checks/update",
+            &installation_token,
+            Method::PATCH,
+            &run_path,
+            Some(json!({"conclusion": "success", "output": {"title": "ok", "summary": "all passed", "text": "42 tests"}})),
+        )
+        .await;
+    caller
+        .call("checks/get", &token, Method::GET, &run_path, None)
+        .await;
+    caller
+        .call(
+            "checks/list-for-ref",
+            &token,
+            Method::GET,
+            "/repos/acme/widgets/commits/feature/check-runs",
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "repos/get-combined-status-for-ref",
+            &token,
+            Method::GET,
+            "/repos/acme/widgets/commits/feature/status",
+            None,
+        )
+        .await;
+    // The smaller reads and writes the next features need.
+    caller
+        .call(
+            "repos/get",
+            &token,
+            Method::GET,
+            "/repos/acme/widgets",
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "repos/get-collaborator-permission-level",
+            &token,
+            Method::GET,
+            "/repos/acme/widgets/collaborators/alice/permission",
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "repos/get-collaborator-permission-level",
+            &token,
+            Method::GET,
+            "/repos/acme/widgets/collaborators/acme/permission",
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "repos/get-collaborator-permission-level",
+            &token,
+            Method::GET,
+            "/repos/acme/widgets/collaborators/nobody-at-all/permission",
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "pulls/list-commits",
+            &token,
+            Method::GET,
+            &format!("{pulls}/commits"),
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "repos/compare-commits",
+            &token,
+            Method::GET,
+            "/repos/acme/widgets/compare/main...feature",
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "repos/compare-commits",
+            &token,
+            Method::GET,
+            "/repos/acme/widgets/compare/main...nope",
+            None,
+        )
+        .await;
+    let comment_path = format!("/repos/acme/widgets/issues/comments/{}", created["id"]);
+    caller
+        .call(
+            "reactions/create-for-issue-comment",
+            &token,
+            Method::POST,
+            &format!("{comment_path}/reactions"),
+            Some(json!({"content": "eyes"})),
+        )
+        .await;
+    caller
+        .call(
+            "reactions/create-for-issue-comment",
+            &token,
+            Method::POST,
+            &format!("{comment_path}/reactions"),
+            Some(json!({"content": "eyes"})),
+        )
+        .await;
+    caller
+        .call(
+            "issues/get-comment",
+            &token,
+            Method::GET,
+            &comment_path,
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "issues/get-comment",
+            &token,
+            Method::GET,
+            "/repos/acme/widgets/issues/comments/999999",
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "issues/remove-all-labels",
+            &token,
+            Method::DELETE,
+            &format!("{issues}/labels"),
+            None,
+        )
+        .await;
+
     let document = OpenApi::github_subset();
     let mut failures = Vec::new();
     let mut exercised = BTreeSet::new();

@@ -2,6 +2,7 @@
 
 mod auth;
 mod basics;
+mod ci;
 mod conformance;
 mod files;
 mod git;
