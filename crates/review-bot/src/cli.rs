@@ -17,6 +17,12 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "REVIEW_BOT_LOG_FORMAT")]
     pub log_format: LogFormat,
 
+    /// The configuration file (TOML; review-bot.example.toml lists every key).
+    /// Default: ./review-bot.toml when it exists. Every key can also be set by
+    /// an environment variable `REVIEW_BOT_<TABLE>_<KEY>`, which wins.
+    #[arg(long = "config", global = true, value_name = "FILE", env = crate::config::CONFIG_VARIABLE)]
+    pub config: Option<std::path::PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -51,4 +57,9 @@ pub enum Command {
     /// Import the seed's reply-tracking file into the store, or export the store's replies.
     #[command(subcommand)]
     Replies(commands::replies::RepliesCommand),
+
+    /// Show the effective configuration and where each value came from, and
+    /// check the Claude Code CLI, bubblewrap, GitHub, git, the store and the
+    /// work directory.
+    Doctor(commands::doctor::DoctorArgs),
 }

@@ -7,6 +7,7 @@
 
 mod cli;
 mod commands;
+mod config;
 
 use std::process::ExitCode;
 
@@ -15,7 +16,7 @@ use clap::Parser as _;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_tracing(cli.log_format);
-    match commands::run(cli.command) {
+    match commands::run(cli.command, cli.config.as_deref()) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");

@@ -434,8 +434,8 @@ struct Prepared {
 
 /// bubblewrap's arguments before the CLI's: the filesystem as it is, a PID
 /// namespace of the run's own (with its `/proc`), and the namespace dies with
-/// review-bot.
-const BWRAP_ARGUMENTS: &[&str] = &[
+/// review-bot. Public so `review-bot doctor` checks bubblewrap with exactly these.
+pub const BWRAP_ARGUMENTS: &[&str] = &[
     "--dev-bind",
     "/",
     "/",

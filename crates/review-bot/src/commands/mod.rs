@@ -1,6 +1,7 @@
 //! Subcommand implementations: each resolves its arguments and calls the libraries.
 
 pub mod discover;
+pub mod doctor;
 pub mod findings;
 pub mod mcp;
 pub mod platform;
@@ -12,8 +13,9 @@ use crate::cli::Command;
 
 /// Runs one subcommand; the exit code is the command's verdict (for example,
 /// `findings validate` exits 1 on an invalid file), errors are exit 2.
-pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+pub fn run(command: Command, config_file: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
     match command {
+        Command::Doctor(args) => doctor::run(&args, config_file),
         Command::Findings(command) => findings::run(&command),
         Command::DiscoverCommands(args) => discover::run(&args),
         Command::DetectPlatform(args) => platform::run(&args),

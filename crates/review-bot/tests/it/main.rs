@@ -1,6 +1,7 @@
 //! review-bot's integration tests: the real binary against real files and real git.
 
 mod discover;
+mod doctor;
 mod findings;
 mod git_paths;
 mod mcp;

@@ -1,0 +1,499 @@
+//! `review-bot doctor`: prints the effective configuration (each value with
+//! where it came from; secrets only as set/unset) and checks every outside
+//! part review-bot needs: the Claude Code CLI and the flags we pass it,
+//! bubblewrap, the GitHub credential and what it reaches, git, the store,
+//! and the work directory. One line per check, `✓` or `✗`, and for each `✗`
+//! what to do. Exit 0 when every check passes, 1 when one fails, 2 when the
+//! configuration itself cannot be read.
+//!
+//! Every check runs the real thing (the CLI with our real argument list, a
+//! real `bwrap`, real GitHub requests, the store's real open-and-migrate);
+//! none of them writes to GitHub or calls a model: the flag probe points the
+//! CLI at a closed local port, so it gets as far as its first API request and
+//! stops there with an API error, which proves every flag was accepted (an
+//! unknown flag is refused before any request).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use review_agent::claude::{
+    AgentOutcome, ClaudeCode, ClaudeCodeRun, McpConfig, McpServerCommand, ProcessContainment,
+};
+use secrecy::SecretString;
+
+use crate::config::{self, Config, KEYS, Loaded, Source};
+
+/// How long a version probe (`claude --version`, `git --version`, `bwrap … true`) may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the flag probe (one CLI run that stops at its first API request) may take.
+const FLAG_PROBE_TIMEOUT: Duration = Duration::from_mins(2);
+/// How many repositories a line names before it only counts the rest.
+const LISTED_REPOSITORIES: usize = 10;
+
+/// `review-bot doctor`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Also check that the GitHub credential reaches this repository
+    /// (OWNER/REPO); repeat for several. A GitHub App's repositories are
+    /// listed without it; a personal access token's cannot be.
+    #[arg(long = "repo", value_name = "OWNER/REPO")]
+    pub repositories: Vec<String>,
+}
+
+/// One check's verdict.
+struct Check {
+    /// What was checked, e.g. `git`.
+    name: &'static str,
+    /// What was found, or what is wrong and what to do.
+    verdict: Result<String, Failure>,
+}
+
+/// A failed check: what is wrong, and what to do about it.
+struct Failure {
+    problem: String,
+    fix: String,
+}
+
+fn failure(problem: impl Into<String>, fix: impl Into<String>) -> Failure {
+    Failure {
+        problem: problem.into(),
+        fix: fix.into(),
+    }
+}
+
+/// Runs `doctor`.
+pub fn run(args: &DoctorArgs, config_file: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let loaded = config::load(config_file)?;
+    let mut stdout = std::io::stdout().lock();
+    print_configuration(&mut stdout, &loaded)?;
+    writeln!(stdout)?;
+    writeln!(stdout, "Checks")?;
+    stdout.flush()?;
+    let checks = super::block_on(run_checks(&loaded.config, &args.repositories))?;
+    let mut failed = false;
+    for check in checks {
+        match check.verdict {
+            Ok(found) => writeln!(stdout, "✓ {}: {found}", check.name)?,
+            Err(Failure { problem, fix }) => {
+                failed = true;
+                writeln!(stdout, "✗ {}: {problem} → {fix}", check.name)?;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn environment(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn print_configuration(out: &mut impl std::io::Write, loaded: &Loaded) -> anyhow::Result<()> {
+    match &loaded.file {
+        Some(file) => writeln!(out, "Configuration (file: {})", file.display())?,
+        None => writeln!(
+            out,
+            "Configuration (no file: pass --config FILE or create ./{}; defaults and the \
+             environment apply)",
+            config::DEFAULT_FILE_NAME
+        )?,
+    }
+    let file_name = loaded
+        .file
+        .as_ref()
+        .map_or_else(String::new, |file| file.display().to_string());
+    for key in KEYS {
+        let value = config::display_value(&loaded.config, key);
+        let source = match loaded.source(key, environment) {
+            Source::Default => "default".to_owned(),
+            Source::File { line } => format!("{file_name}:{line}"),
+            Source::Environment(variable) => variable,
+        };
+        writeln!(out, "  {} = {value}  ({source})", key.path)?;
+    }
+    // The CLI's own variables pass through to it; shown so a missing key is visible here.
+    let api_key = if environment("ANTHROPIC_API_KEY").is_some() {
+        "set"
+    } else {
+        "unset"
+    };
+    writeln!(out, "  ANTHROPIC_API_KEY = {api_key}  (environment)")?;
+    let base_url = environment("ANTHROPIC_BASE_URL").unwrap_or_else(|| "(Anthropic's API)".into());
+    writeln!(
+        out,
+        "  ANTHROPIC_BASE_URL = {}  (environment)",
+        config::redact_url(&base_url)
+    )?;
+    Ok(())
+}
+
+async fn run_checks(config: &Config, repositories: &[String]) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let claude = check_claude_found(config).await;
+    let claude_found = claude.verdict.is_ok();
+    checks.push(claude);
+    checks.push(Check {
+        name: "Claude Code flags",
+        verdict: if claude_found {
+            probe_flags(config).await
+        } else {
+            Err(failure(
+                "not probed: the Claude Code CLI was not found",
+                "fix the check above first",
+            ))
+        },
+    });
+    checks.push(Check {
+        name: "bubblewrap",
+        verdict: check_bubblewrap(config).await,
+    });
+    checks.push(Check {
+        name: "GitHub",
+        verdict: check_github(config, repositories).await,
+    });
+    checks.push(Check {
+        name: "git",
+        verdict: check_git().await,
+    });
+    checks.push(Check {
+        name: "store",
+        verdict: check_store(config).await,
+    });
+    checks.push(Check {
+        name: "work directory",
+        verdict: check_work_dir(config),
+    });
+    checks
+}
+
+/// Runs `program args…` with a timeout; its trimmed standard output, or why not.
+async fn output_of(program: &Path, args: &[&str]) -> Result<String, String> {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = match tokio::time::timeout(PROBE_TIMEOUT, command.output()).await {
+        Err(_) => {
+            return Err(format!(
+                "{} did not finish within {} s",
+                program.display(),
+                PROBE_TIMEOUT.as_secs()
+            ));
+        }
+        Ok(Err(error)) => return Err(format!("cannot run {}: {error}", program.display())),
+        Ok(Ok(output)) => output,
+    };
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    } else {
+        Err(format!(
+            "{} exited with {}: {}",
+            program.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// `name` as given when it holds a `/`, else the first executable of that name in `PATH`.
+fn find_executable(name: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let executable = |path: &Path| {
+        path.metadata()
+            .is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+    };
+    if name.components().count() > 1 || name.is_absolute() {
+        return executable(name).then(|| name.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|directory| directory.join(name))
+        .find(|candidate| executable(candidate))
+}
+
+async fn check_claude_found(config: &Config) -> Check {
+    let configured = &config.agent.claude_path;
+    let verdict = match find_executable(configured) {
+        None => Err(failure(
+            format!("{} not found or not executable", configured.display()),
+            "install Claude Code (npm install -g @anthropic-ai/claude-code) or set \
+             agent.claude_path (REVIEW_BOT_AGENT_CLAUDE_PATH) to its path",
+        )),
+        Some(path) => match output_of(&path, &["--version"]).await {
+            Ok(version) => Ok(format!("{} ({version})", path.display())),
+            Err(problem) => Err(failure(
+                problem,
+                "reinstall Claude Code, or point agent.claude_path at a working one",
+            )),
+        },
+    };
+    Check {
+        name: "Claude Code",
+        verdict,
+    }
+}
+
+/// One real CLI run with every flag review-bot passes, our MCP server
+/// included, against a closed local port: it must get as far as the API.
+async fn probe_flags(config: &Config) -> Result<String, Failure> {
+    let directory = tempfile::Builder::new()
+        .prefix("review-bot-doctor-")
+        .tempdir()
+        .map_err(|error| {
+            failure(
+                format!("cannot create a temporary directory: {error}"),
+                "check that TMPDIR is writable",
+            )
+        })?;
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map_err(|error| {
+            failure(
+                format!("cannot pick a local port: {error}"),
+                "check loopback networking",
+            )
+        })?
+        .port();
+    let mut settings = config
+        .claude_settings(|_| None)
+        .with_api_key(SecretString::from("review-bot-doctor-probe"))
+        .with_base_url(format!("http://127.0.0.1:{closed_port}"))
+        .with_max_retries(0)
+        .with_timeout(FLAG_PROBE_TIMEOUT);
+    settings.max_budget_usd = Some(config.agent.max_budget_usd.unwrap_or(1.0));
+    let prompt_file = directory.path().join("system-prompt.md");
+    let write = std::fs::write(&prompt_file, "review-bot doctor's flag probe.");
+    write.map_err(|error| {
+        failure(
+            format!("cannot write {}: {error}", prompt_file.display()),
+            "check that TMPDIR is writable",
+        )
+    })?;
+    let server =
+        McpServerCommand::current_review_bot(Vec::new(), BTreeMap::new()).map_err(|error| {
+            failure(
+                format!("cannot find review-bot's own executable: {error}"),
+                "run review-bot from an installed path",
+            )
+        })?;
+    let run = ClaudeCodeRun::new("Say ok.", directory.path(), directory.path())
+        .with_system_prompt_file(&prompt_file)
+        .with_mcp(
+            McpConfig::review(server)
+                .with_tool_timeout(Duration::from_secs(config.agent.mcp_tool_timeout_secs)),
+        )
+        .with_allowed_tools([format!(
+            "mcp__{}__leave_general_comment",
+            review_agent::claude::REVIEW_SERVER
+        )]);
+    let claude = ClaudeCode::new(settings);
+    let flags: Vec<String> = claude
+        .arguments(&run, Some(&directory.path().join("mcp-config.json")))
+        .into_iter()
+        .filter_map(|argument| argument.into_string().ok())
+        .filter(|argument| argument.starts_with("--"))
+        .collect();
+    match claude.run(&run).await {
+        Ok(agent_run)
+            if matches!(
+                agent_run.outcome,
+                AgentOutcome::ApiError { .. } | AgentOutcome::Success
+            ) =>
+        {
+            Ok(format!(
+                "accepted {} and review-bot's MCP server connected",
+                flags.join(" ")
+            ))
+        }
+        Ok(agent_run) => Err(failure(
+            format!(
+                "the probe ended as {:?}, not at its first API request",
+                agent_run.outcome
+            ),
+            "run it again with REVIEW_BOT_LOG=review_agent=debug and report the output",
+        )),
+        Err(review_agent::AgentError::Containment { .. }) => Err(failure(
+            "not probed: bubblewrap cannot run (see the bubblewrap check)",
+            "fix the bubblewrap check",
+        )),
+        Err(error) => Err(failure(
+            error.to_string(),
+            "use the Claude Code version review-bot is tested with (see README) and point \
+             agent.claude_path at it",
+        )),
+    }
+}
+
+async fn check_bubblewrap(config: &Config) -> Result<String, Failure> {
+    let settings = config.claude_settings(|_| None);
+    let ProcessContainment::PidNamespace { bwrap } = settings.containment else {
+        return Ok(
+            "not used (agent.containment = \"process-group\": a process that starts a session \
+             of its own can outlive a run)"
+                .to_owned(),
+        );
+    };
+    let fix = "install bubblewrap (apt-get install bubblewrap), allow unprivileged user \
+               namespaces, or set agent.containment = \"process-group\"";
+    let Some(path) = find_executable(&bwrap) else {
+        return Err(failure(format!("{} not found", bwrap.display()), fix));
+    };
+    // The runner's own bubblewrap arguments, with `true` as the command.
+    let mut args = review_agent::claude::BWRAP_ARGUMENTS.to_vec();
+    args.push("true");
+    match output_of(&path, &args).await {
+        Ok(_) => Ok(format!("{} runs a PID namespace", path.display())),
+        Err(problem) => Err(failure(problem, fix)),
+    }
+}
+
+async fn check_github(config: &Config, repositories: &[String]) -> Result<String, Failure> {
+    let mut settings = config.github_settings().map_err(|error| {
+        failure(
+            format!("{error:#}"),
+            "set a credential: github.token (REVIEW_BOT_GITHUB_TOKEN), or github.app_id and \
+             github.app_private_key_file",
+        )
+    })?;
+    // A diagnosis answers now: one retry, no long sleeps for a rate limit.
+    settings.max_retries = 1;
+    settings.max_rate_limit_wait = Duration::from_secs(10);
+    let is_app = matches!(settings.credentials, review_github::Credentials::App { .. });
+    let api_url = settings.api_url.clone();
+    let client = review_github::GitHubClient::new(settings)
+        .map_err(|error| failure(error.to_string(), "fix the [github] keys named above"))?;
+    let refused = |error: review_github::GitHubError| {
+        failure(
+            error.to_string(),
+            "set github.token (REVIEW_BOT_GITHUB_TOKEN) to a valid credential, or check \
+             github.api_url",
+        )
+    };
+    let mut found = Vec::new();
+    if is_app {
+        let installations = client.list_app_installations().await.map_err(refused)?;
+        let mut reached = Vec::new();
+        for installation in &installations {
+            let names = client
+                .list_installation_repositories(installation.id)
+                .await
+                .map_err(refused)?;
+            reached.extend(names.iter().map(ToString::to_string));
+        }
+        found.push(format!(
+            "GitHub App at {api_url}: {} installation(s), reaches {}",
+            installations.len(),
+            list(&reached)
+        ));
+    } else {
+        let limits = client.get_rate_limit(None).await.map_err(refused)?;
+        let core = limits.iter().find(|limit| limit.resource == "core");
+        found.push(format!(
+            "personal access token accepted by {api_url}{}",
+            core.map_or(String::new(), |core| format!(
+                " ({} of {} requests left this hour)",
+                core.remaining, core.limit
+            ))
+        ));
+        if repositories.is_empty() {
+            found.push(
+                "the repositories a token reaches are not listed: pass --repo OWNER/REPO to \
+                 check one"
+                    .to_owned(),
+            );
+        }
+    }
+    let mut reached = Vec::new();
+    for repository in repositories {
+        let name = review_github::RepositoryName::parse(repository).map_err(|error| {
+            failure(
+                format!("--repo {repository}: {error}"),
+                "give repositories as OWNER/REPO",
+            )
+        })?;
+        client.get_commit(&name, "HEAD").await.map_err(|error| {
+            failure(
+                format!("cannot reach {repository}: {error}"),
+                "grant the credential access to it (the token's repositories, or install the \
+                 App on it)",
+            )
+        })?;
+        reached.push(repository.clone());
+    }
+    if !reached.is_empty() {
+        found.push(format!("reaches {}", reached.join(", ")));
+    }
+    Ok(found.join("; "))
+}
+
+fn list(names: &[String]) -> String {
+    match names.len() {
+        0 => "no repositories".to_owned(),
+        count if count <= LISTED_REPOSITORIES => names.join(", "),
+        count => format!(
+            "{} and {} more",
+            names[..LISTED_REPOSITORIES].join(", "),
+            count - LISTED_REPOSITORIES
+        ),
+    }
+}
+
+async fn check_git() -> Result<String, Failure> {
+    output_of(Path::new("git"), &["--version"])
+        .await
+        .map_err(|problem| {
+            failure(
+                problem,
+                "install git (apt-get install git) and put it on PATH",
+            )
+        })
+}
+
+async fn check_store(config: &Config) -> Result<String, Failure> {
+    let url = config.database_url().map_err(|error| {
+        failure(
+            format!("{error:#}"),
+            "set store.database_url (REVIEW_BOT_DATABASE_URL)",
+        )
+    })?;
+    match review_store::Store::open(&url).await {
+        Ok(store) => {
+            let found = format!(
+                "{} opened, schema version {}",
+                store.location(),
+                review_store::SCHEMA_VERSION
+            );
+            store.close().await;
+            Ok(found)
+        }
+        Err(error) => Err(failure(
+            error.to_string(),
+            "point store.database_url (REVIEW_BOT_DATABASE_URL) at a reachable database",
+        )),
+    }
+}
+
+fn check_work_dir(config: &Config) -> Result<String, Failure> {
+    let fix = "set work_dir (REVIEW_BOT_WORK_DIR) to a directory this user can write";
+    let directory = config
+        .work_dir()
+        .map_err(|error| failure(format!("{error:#}"), fix))?;
+    std::fs::create_dir_all(&directory)
+        .with_context(|| format!("cannot create {}", directory.display()))
+        .and_then(|()| {
+            tempfile::Builder::new()
+                .prefix(".review-bot-doctor-")
+                .tempfile_in(&directory)
+                .with_context(|| format!("cannot write in {}", directory.display()))
+        })
+        .map(|_| format!("{} is writable", directory.display()))
+        .map_err(|error| failure(format!("{error:#}"), fix))
+}

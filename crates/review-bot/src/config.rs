@@ -1,0 +1,828 @@
+//! review-bot's configuration: one TOML file with the tables `[github]`,
+//! `[agent]`, `[store]`, `[review]` and `[git]` (plus the top-level
+//! `work_dir`), every key overridable by an environment variable.
+//!
+//! Where the file is: `--config FILE`, else `REVIEW_BOT_CONFIG`, else
+//! `./review-bot.toml` when it exists; with none, every key has its default.
+//! The override for `table.key` is `REVIEW_BOT_<TABLE>_<KEY>` upper-cased
+//! (`agent.max_turns` ← `REVIEW_BOT_AGENT_MAX_TURNS`, `work_dir` ←
+//! `REVIEW_BOT_WORK_DIR`), which keeps the names review-github already reads
+//! (`REVIEW_BOT_GITHUB_TOKEN`, …); `REVIEW_BOT_DATABASE_URL`, the name the
+//! store commands use, is accepted for `store.database_url`.
+//!
+//! Layering is figment's (defaults < file < environment). The file is also
+//! parsed on its own with the `toml` crate first, because figment's errors do
+//! not carry line numbers: an unknown key or a bad value is reported with the
+//! file, the line, the key and the form it expects. [`KEYS`] lists every key
+//! once, for the environment names, those messages and `doctor`'s listing.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use figment::Figment;
+use figment::providers::{Env, Format as _, Toml};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize, Serializer};
+
+/// The environment variable naming the configuration file.
+pub const CONFIG_VARIABLE: &str = "REVIEW_BOT_CONFIG";
+/// The file read from the working directory when no other is named.
+pub const DEFAULT_FILE_NAME: &str = "review-bot.toml";
+/// Prefix of every override.
+const ENV_PREFIX: &str = "REVIEW_BOT_";
+/// The older name of `REVIEW_BOT_STORE_DATABASE_URL`, still honoured.
+pub const DATABASE_URL_ALIAS: &str = "REVIEW_BOT_DATABASE_URL";
+/// Variables under a table's prefix that belong to other commands, not to a key.
+const OTHER_VARIABLES: &[&str] = &["REVIEW_BOT_REVIEW_PANEL_SOCKET"];
+
+/// One configuration key: its dotted path, the form its value takes, and
+/// whether its value is a secret (shown only as set/unset).
+#[derive(Debug, Clone, Copy)]
+pub struct Key {
+    /// `table.key`, or `key` at the top level.
+    pub path: &'static str,
+    /// The expected form, for error messages.
+    pub expected: &'static str,
+    /// Never shown, only whether it is set.
+    pub secret: bool,
+}
+
+const fn key(path: &'static str, expected: &'static str) -> Key {
+    Key {
+        path,
+        expected,
+        secret: false,
+    }
+}
+
+const fn secret(path: &'static str, expected: &'static str) -> Key {
+    Key {
+        path,
+        expected,
+        secret: true,
+    }
+}
+
+/// Every key, in the order `doctor` lists them.
+pub const KEYS: &[Key] = &[
+    key("work_dir", "a directory path"),
+    key("github.api_url", "a URL such as \"https://api.github.com\""),
+    secret("github.token", "a personal access token (a string)"),
+    key("github.app_id", "the GitHub App's numeric id"),
+    secret("github.app_private_key", "the App's private key, PEM text"),
+    key(
+        "github.app_private_key_file",
+        "the path of the App's .pem file",
+    ),
+    key("github.app_installation_id", "a numeric installation id"),
+    key("github.write_spacing_ms", "a whole number of milliseconds"),
+    key("agent.claude_path", "a path, or a name looked up in PATH"),
+    key("agent.model", "a model name or alias (a string)"),
+    key("agent.max_turns", "a whole number"),
+    key(
+        "agent.thinking",
+        "one of \"enabled\", \"adaptive\", \"disabled\"",
+    ),
+    key("agent.max_budget_usd", "a number of US dollars such as 5.0"),
+    key("agent.max_retries", "a whole number"),
+    key("agent.timeout_secs", "a whole number of seconds"),
+    key("agent.config_dir", "a directory path"),
+    key("agent.home_dir", "a directory path"),
+    key(
+        "agent.inherited_environment",
+        "a list of variable names such as [\"PATH\", \"LANG\"]",
+    ),
+    key(
+        "agent.containment",
+        "one of \"bubblewrap\", \"process-group\"",
+    ),
+    key("agent.bwrap_path", "a path, or a name looked up in PATH"),
+    key("agent.mcp_tool_timeout_secs", "a whole number of seconds"),
+    secret(
+        "store.database_url",
+        "\"sqlite://PATH\" or \"postgres://USER:PASSWORD@HOST/DATABASE\"",
+    ),
+    key("review.build_timeout_secs", "a whole number of seconds"),
+    key("git.author_name", "a name (a string)"),
+    key("git.author_email", "an email address (a string)"),
+];
+
+impl Key {
+    /// The environment variable that overrides this key.
+    pub fn variable(&self) -> String {
+        format!(
+            "{ENV_PREFIX}{}",
+            self.path.replace('.', "_").to_ascii_uppercase()
+        )
+    }
+
+    /// Every variable that sets this key, weakest first.
+    pub fn variables(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        if self.path == "store.database_url" {
+            names.push(DATABASE_URL_ALIAS.to_owned());
+        }
+        names.push(self.variable());
+        names
+    }
+}
+
+/// The whole configuration, defaults filled in.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Mirrors, worktrees and run directories. `None`: `$XDG_CACHE_HOME/review-bot`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_dir: Option<PathBuf>,
+    /// GitHub access.
+    pub github: GithubConfig,
+    /// The Claude Code CLI.
+    pub agent: AgentConfig,
+    /// The database.
+    pub store: StoreConfig,
+    /// The review flow.
+    pub review: ReviewConfig,
+    /// The bot's own commits.
+    pub git: GitConfig,
+}
+
+/// `[github]`: where GitHub is and which credential to use (a personal access
+/// token, or a GitHub App); read through review-github's own rules.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GithubConfig {
+    /// The REST API root.
+    pub api_url: String,
+    /// A personal access token.
+    #[serde(
+        serialize_with = "set_or_unset",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub token: Option<SecretString>,
+    /// A GitHub App's id (instead of a token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_id: Option<u64>,
+    /// The App's private key as PEM text.
+    #[serde(
+        serialize_with = "set_or_unset",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub app_private_key: Option<SecretString>,
+    /// The App's private key file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_private_key_file: Option<PathBuf>,
+    /// Pins one installation instead of looking it up per repository.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_installation_id: Option<u64>,
+    /// Minimum time between two writes (GitHub's advice: 1 s).
+    pub write_spacing_ms: u64,
+}
+
+impl Default for GithubConfig {
+    fn default() -> Self {
+        Self {
+            api_url: review_github::DEFAULT_API_URL.to_owned(),
+            token: None,
+            app_id: None,
+            app_private_key: None,
+            app_private_key_file: None,
+            app_installation_id: None,
+            write_spacing_ms: 1_000,
+        }
+    }
+}
+
+/// `agent.thinking`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingSetting {
+    /// `--thinking enabled`.
+    #[default]
+    Enabled,
+    /// `--thinking adaptive`.
+    Adaptive,
+    /// `--thinking disabled`.
+    Disabled,
+}
+
+/// `agent.containment`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContainmentSetting {
+    /// A PID namespace per run, made by bubblewrap.
+    #[default]
+    Bubblewrap,
+    /// Only the CLI's process group (weaker: see README).
+    ProcessGroup,
+}
+
+/// `[agent]`: the fields of `review_agent::claude::ClaudeCodeSettings`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// The `claude` executable.
+    pub claude_path: PathBuf,
+    /// `--model`.
+    pub model: String,
+    /// `--max-turns`, per pass.
+    pub max_turns: u32,
+    /// `--thinking`.
+    pub thinking: ThinkingSetting,
+    /// `--max-budget-usd`, per pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_budget_usd: Option<f64>,
+    /// `CLAUDE_CODE_MAX_RETRIES`.
+    pub max_retries: u32,
+    /// Wall clock per pass.
+    pub timeout_secs: u64,
+    /// `CLAUDE_CONFIG_DIR` (a logged-in Claude Code's); `None`: fresh per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_dir: Option<PathBuf>,
+    /// `HOME` for the CLI; `None`: fresh per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub home_dir: Option<PathBuf>,
+    /// Variables copied from review-bot's environment into the CLI's.
+    pub inherited_environment: Vec<String>,
+    /// How a run's processes are held together and killed.
+    pub containment: ContainmentSetting,
+    /// The `bwrap` executable (with `containment = "bubblewrap"`).
+    pub bwrap_path: PathBuf,
+    /// How long one MCP tool call may take.
+    pub mcp_tool_timeout_secs: u64,
+}
+
+/// The defaults, taken from review-agent so the two cannot drift.
+fn default_claude_settings() -> review_agent::claude::ClaudeCodeSettings {
+    review_agent::claude::ClaudeCodeSettings::new("claude", "claude-opus-4-6")
+}
+
+/// MCP tool-call timeout review-agent uses by default (2 minutes).
+const DEFAULT_MCP_TOOL_TIMEOUT_SECS: u64 = 120;
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        let settings = default_claude_settings();
+        let bwrap_path = match settings.containment {
+            review_agent::claude::ProcessContainment::PidNamespace { bwrap } => bwrap,
+            review_agent::claude::ProcessContainment::ProcessGroupOnly => PathBuf::from("bwrap"),
+        };
+        Self {
+            claude_path: settings.executable,
+            model: settings.model,
+            max_turns: settings.max_turns,
+            thinking: ThinkingSetting::default(),
+            max_budget_usd: settings.max_budget_usd,
+            max_retries: settings.max_retries,
+            timeout_secs: settings.timeout.as_secs(),
+            config_dir: settings.config_directory,
+            home_dir: settings.home_directory,
+            inherited_environment: settings.inherited_environment,
+            containment: ContainmentSetting::default(),
+            bwrap_path,
+            mcp_tool_timeout_secs: DEFAULT_MCP_TOOL_TIMEOUT_SECS,
+        }
+    }
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// `sqlite://PATH` or `postgres://…`; `None`: the per-user SQLite file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<String>,
+}
+
+/// `[review]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReviewConfig {
+    /// Limit for the build and test gate.
+    pub build_timeout_secs: u64,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        Self {
+            build_timeout_secs: 1_200,
+        }
+    }
+}
+
+/// `[git]`: the identity of the bot's commits.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitConfig {
+    /// `user.name` of the bot's commits.
+    pub author_name: String,
+    /// `user.email` of the bot's commits.
+    pub author_email: String,
+}
+
+impl Default for GitConfig {
+    fn default() -> Self {
+        Self {
+            author_name: "review-bot".to_owned(),
+            author_email: "review-bot@users.noreply.github.com".to_owned(),
+        }
+    }
+}
+
+/// Secrets serialise as `"set"`, so a listing can never show one.
+#[allow(clippy::ref_option, reason = "serde's serialize_with signature")]
+fn set_or_unset<S: Serializer>(
+    value: &Option<SecretString>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(if value.is_some() { "set" } else { "unset" })
+}
+
+impl Config {
+    /// The work directory: `work_dir`, else `$XDG_CACHE_HOME/review-bot`.
+    pub fn work_dir(&self) -> anyhow::Result<PathBuf> {
+        if let Some(directory) = &self.work_dir {
+            return Ok(directory.clone());
+        }
+        let cache = dirs::cache_dir().context(
+            "no cache directory (neither XDG_CACHE_HOME nor HOME is set): set work_dir \
+             in the configuration file or REVIEW_BOT_WORK_DIR",
+        )?;
+        Ok(cache.join("review-bot"))
+    }
+
+    /// The database URL: `store.database_url`, else the per-user SQLite file.
+    pub fn database_url(&self) -> anyhow::Result<String> {
+        match &self.store.database_url {
+            Some(url) => Ok(url.clone()),
+            None => review_store::default_database_url().context(
+                "no data directory for the default database: set store.database_url \
+                 or REVIEW_BOT_DATABASE_URL",
+            ),
+        }
+    }
+
+    /// review-github's settings, through its own reading rules (so a file
+    /// and the environment mean exactly what the environment alone meant).
+    pub fn github_settings(&self) -> anyhow::Result<review_github::ClientSettings> {
+        use secrecy::ExposeSecret as _;
+        let github = &self.github;
+        let lookup = |name: &str| -> Option<String> {
+            match name {
+                review_github::TOKEN_VARIABLE => github
+                    .token
+                    .as_ref()
+                    .map(|token| token.expose_secret().to_owned()),
+                review_github::APP_ID_VARIABLE => github.app_id.map(|id| id.to_string()),
+                review_github::APP_PRIVATE_KEY_VARIABLE => github
+                    .app_private_key
+                    .as_ref()
+                    .map(|key| key.expose_secret().to_owned()),
+                review_github::APP_PRIVATE_KEY_FILE_VARIABLE => github
+                    .app_private_key_file
+                    .as_ref()
+                    .map(|path| path.display().to_string()),
+                review_github::APP_INSTALLATION_ID_VARIABLE => {
+                    github.app_installation_id.map(|id| id.to_string())
+                }
+                review_github::API_URL_VARIABLE => Some(github.api_url.clone()),
+                review_github::WRITE_SPACING_VARIABLE => Some(github.write_spacing_ms.to_string()),
+                _ => None,
+            }
+        };
+        review_github::ClientSettings::from_environment(lookup).map_err(|error| {
+            anyhow::anyhow!(
+                "{error} (in the configuration file: the [github] keys token, or app_id and \
+                 app_private_key_file)"
+            )
+        })
+    }
+
+    /// review-agent's settings for every Claude Code run. `ANTHROPIC_API_KEY`
+    /// and `ANTHROPIC_BASE_URL` come from the environment: they are the
+    /// CLI's own variables and pass through to it.
+    pub fn claude_settings(
+        &self,
+        environment: impl Fn(&str) -> Option<String>,
+    ) -> review_agent::claude::ClaudeCodeSettings {
+        use review_agent::claude::{ClaudeCodeSettings, ProcessContainment, Thinking};
+        let agent = &self.agent;
+        let mut settings = ClaudeCodeSettings::new(&agent.claude_path, &agent.model)
+            .with_max_turns(agent.max_turns)
+            .with_max_retries(agent.max_retries)
+            .with_timeout(std::time::Duration::from_secs(agent.timeout_secs))
+            .with_thinking(match agent.thinking {
+                ThinkingSetting::Enabled => Thinking::Enabled,
+                ThinkingSetting::Adaptive => Thinking::Adaptive,
+                ThinkingSetting::Disabled => Thinking::Disabled,
+            })
+            .with_containment(match agent.containment {
+                ContainmentSetting::Bubblewrap => ProcessContainment::PidNamespace {
+                    bwrap: agent.bwrap_path.clone(),
+                },
+                ContainmentSetting::ProcessGroup => ProcessContainment::ProcessGroupOnly,
+            });
+        settings.max_budget_usd = agent.max_budget_usd;
+        settings.config_directory.clone_from(&agent.config_dir);
+        settings.home_directory.clone_from(&agent.home_dir);
+        settings
+            .inherited_environment
+            .clone_from(&agent.inherited_environment);
+        let present = |name: &str| environment(name).filter(|value| !value.trim().is_empty());
+        if let Some(key) = present("ANTHROPIC_API_KEY") {
+            settings = settings.with_api_key(SecretString::from(key));
+        }
+        if let Some(url) = present("ANTHROPIC_BASE_URL") {
+            settings = settings.with_base_url(url);
+        }
+        settings
+    }
+}
+
+/// Where a key's effective value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Nobody set it.
+    Default,
+    /// The configuration file, at this line.
+    File {
+        /// 1-based line of the key.
+        line: usize,
+    },
+    /// This environment variable.
+    Environment(String),
+}
+
+/// The configuration as loaded, with what is needed to say where each value came from.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The values.
+    pub config: Config,
+    /// The file read, if any.
+    pub file: Option<PathBuf>,
+    /// The file's text (for line numbers).
+    file_text: String,
+}
+
+impl Loaded {
+    /// Where `key`'s value came from.
+    pub fn source(&self, key: &Key, environment: impl Fn(&str) -> Option<String>) -> Source {
+        if let Some(variable) = key
+            .variables()
+            .into_iter()
+            .rev()
+            .find(|name| environment(name).is_some())
+        {
+            return Source::Environment(variable);
+        }
+        match key_line(&self.file_text, key.path) {
+            Some(line) => Source::File { line },
+            None => Source::Default,
+        }
+    }
+}
+
+/// Which file to read: `explicit` (`--config` or `REVIEW_BOT_CONFIG`), else
+/// `./review-bot.toml` when it exists.
+pub fn locate(explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(path) = explicit {
+        return Some(path.to_path_buf());
+    }
+    let default = PathBuf::from(DEFAULT_FILE_NAME);
+    default.is_file().then_some(default)
+}
+
+/// Loads the configuration: defaults, then the file (if any), then the
+/// environment. Errors name the key, where it was set, and the expected form.
+pub fn load(explicit: Option<&Path>) -> anyhow::Result<Loaded> {
+    let file = locate(explicit);
+    let mut figment = Figment::new();
+    let mut file_text = String::new();
+    if let Some(path) = &file {
+        file_text = std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "cannot read the configuration file {}: check the path given to --config or \
+                 {CONFIG_VARIABLE} (review-bot.example.toml shows every key)",
+                path.display()
+            )
+        })?;
+        if let Err(error) = toml::from_str::<Config>(&file_text) {
+            bail!("{}", describe_file_error(path, &file_text, &error));
+        }
+        figment = figment.merge(Toml::string(&file_text));
+    }
+    check_unknown_variables(std::env::vars_os().filter_map(|(name, _)| name.into_string().ok()))?;
+    figment = figment.merge(environment_provider());
+    let config: Config = figment
+        .extract()
+        .map_err(|error| anyhow::anyhow!(describe_environment_error(error)))?;
+    Ok(Loaded {
+        config,
+        file,
+        file_text,
+    })
+}
+
+/// The overrides: every known key's variable, mapped onto its dotted path.
+fn environment_provider() -> Env {
+    Env::prefixed(ENV_PREFIX).filter_map(|name| {
+        KEYS.iter().find_map(|key| {
+            key.variables()
+                .iter()
+                .any(|variable| {
+                    variable
+                        .strip_prefix(ENV_PREFIX)
+                        .is_some_and(|rest| name.as_str().eq_ignore_ascii_case(rest))
+                })
+                .then(|| key.path.into())
+        })
+    })
+}
+
+/// A `REVIEW_BOT_<TABLE>_…` variable that is no key is a typo: say so
+/// rather than ignore it.
+fn check_unknown_variables(names: impl Iterator<Item = String>) -> anyhow::Result<()> {
+    const TABLES: &[&str] = &["GITHUB", "AGENT", "STORE", "REVIEW", "GIT"];
+    for name in names {
+        let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
+            continue;
+        };
+        let Some(table) = TABLES.iter().find(|table| {
+            rest.strip_prefix(*table)
+                .is_some_and(|r| r.starts_with('_'))
+        }) else {
+            continue;
+        };
+        let known = KEYS.iter().any(|key| key.variables().contains(&name));
+        if known || OTHER_VARIABLES.contains(&name.as_str()) {
+            continue;
+        }
+        let prefix = format!("{}.", table.to_ascii_lowercase());
+        let valid: Vec<String> = KEYS
+            .iter()
+            .filter(|key| key.path.starts_with(&prefix))
+            .map(Key::variable)
+            .collect();
+        bail!(
+            "the environment variable {name} is not a configuration key; unset it, or use one of: {}",
+            valid.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// A figment error (from the environment: the file was checked already) as
+/// "VARIABLE: `key`: what is wrong; expected FORM".
+fn describe_environment_error(error: figment::Error) -> String {
+    error
+        .into_iter()
+        .map(|error| {
+            let path = error.path.join(".");
+            let known = KEYS.iter().find(|key| key.path == path);
+            let variable = known
+                .and_then(|key| {
+                    key.variables()
+                        .into_iter()
+                        .rev()
+                        .find(|name| std::env::var_os(name).is_some())
+                })
+                .unwrap_or_else(|| "the environment".to_owned());
+            let expected =
+                known.map_or(String::new(), |key| format!("; expected {}", key.expected));
+            format!("{variable}: `{path}`: {}{expected}", error.kind)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A `toml` error as "`FILE:LINE`: `key`: what is wrong; expected FORM", with the line quoted.
+fn describe_file_error(path: &Path, text: &str, error: &toml::de::Error) -> String {
+    let Some(span) = error.span() else {
+        return format!("{}: {}", path.display(), error.message().trim_end());
+    };
+    let start = span.start.min(text.len());
+    let line_number = text[..start].matches('\n').count() + 1;
+    let line_text = text.lines().nth(line_number - 1).unwrap_or("").trim();
+    let dotted = key_path_at(text, line_number);
+    // toml names the choices for an unknown key or variant itself.
+    let expected = KEYS
+        .iter()
+        .find(|key| key.path == dotted && !error.message().contains("unknown"))
+        .map_or(String::new(), |key| format!("; expected {}", key.expected));
+    format!(
+        "{}:{line_number}: `{dotted}`: {}{expected}\n    {line_text}\n(review-bot.example.toml \
+         lists every key with its default)",
+        path.display(),
+        error.message().trim_end(),
+    )
+}
+
+/// The dotted key on 1-based line `line` of a TOML text: the table header
+/// above it plus the key before `=` (or the header itself).
+fn key_path_at(text: &str, line: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(current) = lines.get(line - 1).map(|line| line.trim()) else {
+        return String::new();
+    };
+    if let Some(header) = table_header(current) {
+        return header.to_owned();
+    }
+    let name = current
+        .split('=')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .trim_matches('"');
+    let table = lines[..line - 1]
+        .iter()
+        .rev()
+        .find_map(|line| table_header(line.trim()));
+    match table {
+        Some(table) => format!("{table}.{name}"),
+        None => name.to_owned(),
+    }
+}
+
+/// `[name]` → `name`.
+fn table_header(line: &str) -> Option<&str> {
+    let inner = line.strip_prefix('[')?;
+    let end = inner.find(']')?;
+    Some(inner[..end].trim())
+}
+
+/// The 1-based line where `dotted` is set in the file, if it is.
+fn key_line(text: &str, dotted: &str) -> Option<usize> {
+    (1..=text.lines().count()).find(|&line| {
+        let current = text.lines().nth(line - 1).unwrap_or("").trim();
+        !current.starts_with('#')
+            && table_header(current).is_none()
+            && current.contains('=')
+            && key_path_at(text, line) == dotted
+    })
+}
+
+/// A value for display: secrets as set/unset, a database URL without its password.
+pub fn display_value(config: &Config, key: &Key) -> String {
+    if key.path == "store.database_url" {
+        return match config.database_url() {
+            Ok(url) => redact_url(&url),
+            Err(_) => "(no default location)".to_owned(),
+        };
+    }
+    if key.path == "work_dir" {
+        return match config.work_dir() {
+            Ok(path) => format!("{:?}", path.display().to_string()),
+            Err(_) => "(no default location)".to_owned(),
+        };
+    }
+    let value = toml::Value::try_from(config).ok();
+    let mut current = value.as_ref();
+    for part in key.path.split('.') {
+        current = current.and_then(|value| value.get(part));
+    }
+    match current {
+        None if key.secret => "unset".to_owned(),
+        None => "(none)".to_owned(),
+        Some(toml::Value::String(text)) if key.secret => text.clone(),
+        Some(value) => value.to_string(),
+    }
+}
+
+/// `scheme://user:password@host/…` → `scheme://user:***@host/…`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let Some((credentials, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let user = credentials.split(':').next().unwrap_or("");
+    let masked = if credentials.contains(':') {
+        format!("{user}:***")
+    } else {
+        user.to_owned()
+    };
+    format!("{scheme}://{masked}@{host}{}", &rest[authority_end..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serialised(config: &Config) -> toml::Value {
+        toml::Value::try_from(config).unwrap()
+    }
+
+    #[test]
+    fn the_example_file_parses_and_equals_the_defaults() {
+        let example = include_str!("../../../review-bot.example.toml");
+        let parsed: Config = toml::from_str(example).unwrap();
+        assert_eq!(serialised(&parsed), serialised(&Config::default()));
+    }
+
+    #[test]
+    fn the_example_file_mentions_every_key() {
+        let example = include_str!("../../../review-bot.example.toml");
+        for key in KEYS {
+            let name = key.path.rsplit('.').next().unwrap();
+            assert!(
+                example.contains(&format!("{name} =")),
+                "{} is missing from review-bot.example.toml",
+                key.path
+            );
+        }
+    }
+
+    #[test]
+    fn every_key_is_a_field_and_every_field_a_key() {
+        let mut config = Config {
+            work_dir: Some(PathBuf::from("/w")),
+            ..Config::default()
+        };
+        config.github.token = Some(SecretString::from("t"));
+        config.github.app_id = Some(1);
+        config.github.app_private_key = Some(SecretString::from("k"));
+        config.github.app_private_key_file = Some(PathBuf::from("/k"));
+        config.github.app_installation_id = Some(2);
+        config.agent.max_budget_usd = Some(1.0);
+        config.agent.config_dir = Some(PathBuf::from("/c"));
+        config.agent.home_dir = Some(PathBuf::from("/h"));
+        config.store.database_url = Some("sqlite:///x".to_owned());
+        let value = serialised(&config);
+        let mut fields = Vec::new();
+        for (name, value) in value.as_table().unwrap() {
+            match value.as_table() {
+                Some(table) => fields.extend(table.keys().map(|key| format!("{name}.{key}"))),
+                None => fields.push(name.clone()),
+            }
+        }
+        let mut keys: Vec<String> = KEYS.iter().map(|key| key.path.to_owned()).collect();
+        fields.sort();
+        keys.sort();
+        assert_eq!(fields, keys);
+    }
+
+    #[test]
+    fn the_mcp_tool_timeout_default_is_review_agents() {
+        let server = review_agent::claude::McpServerCommand::review_bot(
+            "review-bot",
+            Vec::new(),
+            std::collections::BTreeMap::default(),
+        );
+        assert_eq!(
+            review_agent::claude::McpConfig::review(server).tool_timeout(),
+            std::time::Duration::from_secs(DEFAULT_MCP_TOOL_TIMEOUT_SECS)
+        );
+    }
+
+    #[test]
+    fn variables_follow_the_table_key_rule_and_keep_todays_names() {
+        let variable = |path: &str| KEYS.iter().find(|key| key.path == path).unwrap().variable();
+        assert_eq!(
+            variable("agent.claude_path"),
+            "REVIEW_BOT_AGENT_CLAUDE_PATH"
+        );
+        assert_eq!(variable("work_dir"), "REVIEW_BOT_WORK_DIR");
+        assert_eq!(variable("github.token"), review_github::TOKEN_VARIABLE);
+        assert_eq!(variable("github.api_url"), review_github::API_URL_VARIABLE);
+        assert_eq!(variable("github.app_id"), review_github::APP_ID_VARIABLE);
+        assert_eq!(
+            variable("github.app_private_key"),
+            review_github::APP_PRIVATE_KEY_VARIABLE
+        );
+        assert_eq!(
+            variable("github.app_private_key_file"),
+            review_github::APP_PRIVATE_KEY_FILE_VARIABLE
+        );
+        assert_eq!(
+            variable("github.app_installation_id"),
+            review_github::APP_INSTALLATION_ID_VARIABLE
+        );
+        assert_eq!(
+            variable("github.write_spacing_ms"),
+            review_github::WRITE_SPACING_VARIABLE
+        );
+    }
+
+    #[test]
+    fn a_bad_value_names_the_file_line_key_and_form() {
+        let text = "[agent]\nmodel = \"m\"\nmax_turns = \"many\"\n";
+        let error = toml::from_str::<Config>(text).unwrap_err();
+        let message = describe_file_error(Path::new("r.toml"), text, &error);
+        assert!(
+            message.starts_with("r.toml:3: `agent.max_turns`: invalid type"),
+            "{message}"
+        );
+        assert!(message.contains("expected a whole number"), "{message}");
+    }
+
+    #[test]
+    fn passwords_are_redacted_from_urls() {
+        assert_eq!(
+            redact_url("postgres://bot:hunter2@db/review"),
+            "postgres://bot:***@db/review"
+        );
+        assert_eq!(redact_url("sqlite:///var/x.db"), "sqlite:///var/x.db");
+    }
+}

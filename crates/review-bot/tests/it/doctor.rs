@@ -1,0 +1,249 @@
+//! `review-bot doctor` and the configuration it reports: the real binary
+//! against the GitHub simulator, the pinned Claude Code CLI, real bubblewrap,
+//! git and a SQLite file.
+
+use std::path::Path;
+
+use review_testkit::github::GithubSim;
+
+use crate::{review_bot, text};
+
+/// `review-bot` with an environment of our own choosing: nothing of the
+/// developer's (an `ANTHROPIC_API_KEY`, a `REVIEW_BOT_*` override) leaks in.
+fn isolated(dir: &Path) -> assert_cmd::Command {
+    let mut command = review_bot(dir);
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.join("home"));
+    command
+}
+
+/// Output with the run's variable parts (temporary paths, ports, versions, budgets) masked.
+fn masked(output: &str, dir: &Path, sim: &GithubSim) -> String {
+    let mut masked = output
+        .replace(&dir.display().to_string(), "[DIR]")
+        .replace(sim.api_url(), "[SIM]");
+    if let Ok(claude) = review_testkit::tools::claude_binary() {
+        masked = masked.replace(&claude.display().to_string(), "[CLAUDE]");
+    }
+    masked
+}
+
+fn snapshot_filters() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (r"git version [0-9][^\n]*", "git version [VERSION]"),
+        (r"\([0-9.]+ \(Claude Code\)\)", "([CLAUDE VERSION])"),
+        (r"/\S*bwrap runs", "[BWRAP] runs"),
+        (r"schema version [0-9]+", "schema version [N]"),
+        (
+            r"\([0-9]+ of [0-9]+ requests left this hour\)",
+            "([N] of [N] requests left this hour)",
+        ),
+    ]
+}
+
+#[test]
+fn doctor_on_a_healthy_setup_passes_every_check_and_says_where_each_value_came_from() {
+    let Some(claude) = review_testkit::tools::claude_for_test() else {
+        return;
+    };
+    let sim = GithubSim::start().unwrap();
+    let bot = sim.user("review-bot");
+    sim.repo("acme/widgets")
+        .file("README.md", "# widgets\n")
+        .create()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("review-bot.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "# a test configuration\nwork_dir = \"{work}\"\n\n[agent]\nclaude_path = \"{claude}\"\nmodel = \"from-the-file\"\nmax_budget_usd = 2.5\n\n[review]\nbuild_timeout_secs = 600\n",
+            work = dir.path().join("work").display(),
+            claude = claude.display(),
+        ),
+    )
+    .unwrap();
+
+    let assert = isolated(dir.path())
+        .args(["doctor", "--repo", "acme/widgets"])
+        .env("REVIEW_BOT_CONFIG", &config)
+        .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
+        .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
+        .env("REVIEW_BOT_AGENT_MODEL", "from-the-environment")
+        .env(
+            "REVIEW_BOT_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("store.sqlite3").display()),
+        )
+        .assert()
+        .code(0);
+    let stdout = text(&assert.get_output().stdout);
+    assert!(!stdout.contains(&bot.token), "the token is never shown");
+    assert!(!stdout.contains('✗'), "{stdout}");
+    insta::with_settings!({filters => snapshot_filters()}, {
+        insta::assert_snapshot!(masked(&stdout, dir.path(), &sim));
+    });
+    // The store was created and migrated, and the probe wrote nothing into the work directory.
+    assert!(dir.path().join("store.sqlite3").is_file());
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("work")).unwrap().count(),
+        0
+    );
+}
+
+#[test]
+fn doctor_on_a_broken_setup_names_each_failure_and_what_to_do() {
+    let sim = GithubSim::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // A work directory below a regular file cannot be created, even by root.
+    std::fs::write(dir.path().join("a-file"), "").unwrap();
+    let config = dir.path().join("broken.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "work_dir = \"{work}\"\n\n[agent]\nclaude_path = \"{dir}/no-such/claude\"\n\n[store]\ndatabase_url = \"sqlite://{dir}/store.sqlite3\"\n",
+            work = dir.path().join("a-file/work").display(),
+            dir = dir.path().display(),
+        ),
+    )
+    .unwrap();
+
+    let assert = isolated(dir.path())
+        .args(["doctor", "--config"])
+        .arg(&config)
+        .env(
+            "REVIEW_BOT_GITHUB_TOKEN",
+            "ghp_not_a_token_the_simulator_issued",
+        )
+        .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
+        .assert()
+        .code(1);
+    let stdout = masked(&text(&assert.get_output().stdout), dir.path(), &sim);
+    let checks: Vec<&str> = stdout
+        .lines()
+        .skip_while(|line| *line != "Checks")
+        .skip(1)
+        .collect();
+    insta::with_settings!({filters => snapshot_filters()}, {
+        insta::assert_snapshot!(checks.join("\n"));
+    });
+    for (check, fix) in [
+        ("✗ Claude Code: ", "set agent.claude_path"),
+        (
+            "✗ Claude Code flags: not probed",
+            "fix the check above first",
+        ),
+        ("✗ GitHub: GitHub rejected", "REVIEW_BOT_GITHUB_TOKEN"),
+        ("✗ work directory: ", "REVIEW_BOT_WORK_DIR"),
+    ] {
+        let line = checks
+            .iter()
+            .find(|line| line.starts_with(check))
+            .unwrap_or_else(|| panic!("no line {check:?} in:\n{stdout}"));
+        assert!(line.contains(fix), "{line}");
+    }
+    assert!(checks.iter().any(|line| line.starts_with("✓ store: ")));
+    assert!(checks.iter().any(|line| line.starts_with("✓ git: ")));
+}
+
+/// `review-bot doctor` with `contents` as its configuration file: exit 2 and standard error.
+fn doctor_with_bad_configuration(contents: &str, environment: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("review-bot.toml"), contents).unwrap();
+    let assert = isolated(dir.path())
+        .arg("doctor")
+        .envs(environment.iter().copied())
+        .assert()
+        .code(2);
+    assert!(assert.get_output().stdout.is_empty());
+    text(&assert.get_output().stderr)
+}
+
+#[test]
+fn an_unknown_key_in_the_file_is_named_with_its_line_and_the_keys_expected() {
+    let stderr = doctor_with_bad_configuration(
+        "[github]\napi_url = \"https://api.github.com\"\n\n[agent]\nmodel = \"m\"\nmodle = \"typo\"\n",
+        &[],
+    );
+    insta::assert_snapshot!(stderr);
+    assert!(stderr.starts_with("error: review-bot.toml:6: `agent.modle`: unknown field `modle`"));
+}
+
+#[test]
+fn a_bad_value_in_the_file_is_named_with_its_line_and_expected_form() {
+    let stderr = doctor_with_bad_configuration("[agent]\ncontainment = \"chroot\"\n", &[]);
+    insta::assert_snapshot!(stderr);
+    assert!(stderr.contains("review-bot.toml:2: `agent.containment`"));
+}
+
+#[test]
+fn an_unknown_table_is_named_with_its_line() {
+    let stderr = doctor_with_bad_configuration("[agnet]\nmodel = \"m\"\n", &[]);
+    assert!(
+        stderr.starts_with("error: review-bot.toml:1: `agnet`: unknown field `agnet`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bad_value_in_the_environment_names_the_variable_and_expected_form() {
+    let stderr = doctor_with_bad_configuration("", &[("REVIEW_BOT_AGENT_MAX_TURNS", "many")]);
+    assert!(
+        stderr.starts_with("error: REVIEW_BOT_AGENT_MAX_TURNS: `agent.max_turns`: invalid type"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("expected a whole number"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_variable_under_a_table_prefix_is_an_error() {
+    let stderr = doctor_with_bad_configuration("", &[("REVIEW_BOT_AGENT_MODLE", "m")]);
+    assert!(
+        stderr.starts_with(
+            "error: the environment variable REVIEW_BOT_AGENT_MODLE is not a configuration key"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("REVIEW_BOT_AGENT_MODEL"), "{stderr}");
+}
+
+#[test]
+fn a_missing_configuration_file_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let assert = isolated(dir.path())
+        .args(["doctor", "--config", "nowhere.toml"])
+        .assert()
+        .code(2);
+    let stderr = text(&assert.get_output().stderr);
+    assert!(
+        stderr.starts_with("error: cannot read the configuration file nowhere.toml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_example_file_is_a_valid_configuration() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../review-bot.example.toml");
+    let dir = tempfile::tempdir().unwrap();
+    // Every check may fail here (no credential, no claude on this PATH): what
+    // matters is that the file is read (exit 1 or 0, never 2) and every key
+    // is reported as set by the file or its default.
+    let assert = isolated(dir.path())
+        .args(["doctor", "--config"])
+        .arg(&example)
+        .env("REVIEW_BOT_GITHUB_API_URL", "http://127.0.0.1:1")
+        .env("REVIEW_BOT_WORK_DIR", dir.path().join("work"))
+        .env(
+            "REVIEW_BOT_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("s.sqlite3").display()),
+        )
+        .assert();
+    let code = assert.get_output().status.code();
+    assert!(matches!(code, Some(0 | 1)), "{:?}", assert.get_output());
+    let stdout = text(&assert.get_output().stdout);
+    assert!(
+        stdout.contains("agent.max_turns = 30  (") && stdout.contains("review-bot.example.toml:"),
+        "{stdout}"
+    );
+}
