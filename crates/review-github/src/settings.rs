@@ -178,6 +178,10 @@ pub struct ClientSettings {
     /// First wait after a secondary rate limit that gave no `retry-after`
     /// (GitHub says: at least a minute); doubled per attempt.
     pub secondary_limit_base_delay: Duration,
+    /// How long without a secondary-limit refusal before the shared backoff
+    /// starts again from `secondary_limit_base_delay` (default: ten base
+    /// delays).
+    pub secondary_limit_calm_period: Duration,
     /// The longest we sleep for a rate limit (primary reset or `retry-after`);
     /// past it, the call fails with a clear error instead of blocking for an hour.
     pub max_rate_limit_wait: Duration,
@@ -229,6 +233,7 @@ impl ClientSettings {
             retry_base_delay: Duration::from_millis(500),
             retry_max_delay: Duration::from_secs(30),
             secondary_limit_base_delay: Duration::from_mins(1),
+            secondary_limit_calm_period: Duration::from_mins(10),
             max_rate_limit_wait: Duration::from_mins(15),
             conditional_cache_entries: 512,
             conditional_cache_bytes: 32 * 1024 * 1024,

@@ -19,8 +19,9 @@
 //! sets a pause per credential ("paused until"), every request of that
 //! credential waits it out before sending, and the backoff level for refusals
 //! without `retry-after` is shared too (it falls back to its start only after
-//! ten base delays without a refusal). Requests refused together, all sent
-//! before the pause was known, count as one refusal. A semaphore bounds the
+//! `secondary_limit_calm_period`, ten base delays by default, without a
+//! refusal). Requests refused together, all sent before the pause was known,
+//! count as one refusal. A semaphore bounds the
 //! requests in flight (`max_concurrent_requests`, GitHub's 100 by default).
 
 use std::collections::{HashMap, VecDeque};
@@ -601,7 +602,7 @@ impl Transport {
         if pause.until > now && sent_at < pause.set_at {
             return pause.until - now;
         }
-        if now.duration_since(pause.set_at) > base.saturating_mul(10) {
+        if now.duration_since(pause.set_at) > self.settings.secondary_limit_calm_period {
             pause.level = base;
         }
         let wait = pause.level.min(self.settings.max_rate_limit_wait);

@@ -68,7 +68,9 @@ async fn writes_are_spaced_and_reads_are_not() {
             fixture.bot.token.clone(),
         )),
     );
-    settings.write_spacing = std::time::Duration::from_millis(300);
+    // Long enough that the read between the two writes can never use it all
+    // up, even on a loaded machine: the second write always has to wait.
+    settings.write_spacing = std::time::Duration::from_secs(2);
     let client = review_github::GitHubClient::new(settings).unwrap();
     let repository = &fixture.repository;
 
@@ -90,7 +92,7 @@ async fn writes_are_spaced_and_reads_are_not() {
         waits[0].route,
         "/repos/{owner}/{repo}/issues/{issue_number}/labels"
     );
-    assert!(waits[0].duration <= std::time::Duration::from_millis(300));
+    assert!(waits[0].duration <= std::time::Duration::from_secs(2));
 }
 
 #[tokio::test]

@@ -264,8 +264,9 @@ async fn a_review_applied_but_answered_502_and_listed_late_is_found_not_posted_a
     assert_eq!(fixture.sim.requests_for("pulls/create-review").len(), 1);
     // One check before posting, then looks 0, 0.1, 0.3, 0.7 and 1.5 s after the
     // lost answer (test settings): the second-long lag ends before the last.
+    // (On a loaded machine the lag may be over by the first look: two in all.)
     let looks = statuses_and_costs(&fixture.sim, "pulls/list-reviews");
-    assert!((3..=6).contains(&looks.len()), "{looks:?}");
+    assert!((2..=6).contains(&looks.len()), "{looks:?}");
     let spent: u64 = looks.iter().map(|(_, cost)| cost).sum();
     assert!(
         spent <= 2,

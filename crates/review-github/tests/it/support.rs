@@ -79,6 +79,9 @@ pub fn settings(sim: &GithubSim, credentials: Credentials) -> ClientSettings {
     settings.retry_base_delay = Duration::from_millis(10);
     settings.retry_max_delay = Duration::from_millis(50);
     settings.secondary_limit_base_delay = Duration::from_millis(50);
+    // The shared backoff never starts over within a test, however slow the
+    // machine: tests that count backoff steps must not depend on timing.
+    settings.secondary_limit_calm_period = Duration::from_mins(1);
     settings.max_rate_limit_wait = Duration::from_secs(5);
     settings.write_check_base_delay = Duration::from_millis(100);
     settings.write_check_window = Duration::from_millis(1_500);
