@@ -1,9 +1,17 @@
 //! Review and thread identifiers carried in the footer of every bot comment.
 //!
-//! Seed 004 tags every comment the bot writes with `review::{uuid}` (the pipeline
-//! run that wrote it) and `thread::{uuid}` (the conversation it starts). The write
-//! pipeline counts distinct review ids to enforce the cycle limit, and later
-//! reviews read thread ids to find the threads they must answer.
+//! Seed 004 tags every comment the bot writes with `review::{uuid}` and
+//! `thread::{uuid}` (the conversation it starts). The write pipeline counts
+//! distinct review ids to enforce the cycle limit, and later reviews read thread
+//! ids to find the threads they must answer.
+//!
+//! **One review id per review.** Only a review (with its continuation comments)
+//! mints a review id ([`Footer::for_review`]). Every other bot comment — CI
+//! failed or timed out, build failed, an error, "not reviewed: …", a reply
+//! posted by the write flow — carries the id of the review it follows, or none
+//! before the first review, plus its own thread id ([`Footer::after_review`],
+//! with [`latest_review_id`]). So the number of distinct review ids is the
+//! number of reviews, and a CI failure never counts as a cycle.
 //!
 //! The footer is plain text inside `<sub>…</sub>`, not an HTML comment: GitHub
 //! strips HTML comments from rendered text and from a human's "Quote reply", so a
@@ -65,6 +73,25 @@ impl Footer {
     pub fn new(review: ReviewId, thread: ThreadId) -> Self {
         Self {
             review: Some(review),
+            thread: Some(thread),
+        }
+    }
+
+    /// The footer of a review (and of its continuation comments and inline
+    /// comments): `review` is the id minted for this review — the only place a
+    /// new review id enters a pull request.
+    pub fn for_review(review: ReviewId, thread: ThreadId) -> Self {
+        Self::new(review, thread)
+    }
+
+    /// The footer of a bot comment that is not a review (CI failed or timed out,
+    /// build failed, an error, "not reviewed: …", a reply posted by the write
+    /// flow): the id of the review it follows — `latest_review`, `None` before
+    /// the first review — and the comment's own thread id. It never mints a
+    /// review id, so it never adds a review cycle.
+    pub fn after_review(latest_review: Option<ReviewId>, thread: ThreadId) -> Self {
+        Self {
+            review: latest_review,
             thread: Some(thread),
         }
     }
@@ -196,6 +223,20 @@ where
     bodies.into_iter().flat_map(review_ids).collect()
 }
 
+/// The review id of the latest review among the bot's comment bodies, given
+/// oldest first: the own (unquoted) review id of the last body carrying one —
+/// what [`Footer::after_review`] takes. `None` before the first review. As with
+/// [`distinct_review_ids`], callers pass only the bot's comments.
+pub fn latest_review_id<'a, I>(bodies: I) -> Option<ReviewId>
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    bodies
+        .into_iter()
+        .filter_map(|body| own_footer(body).review)
+        .last()
+}
+
 /// Makes untrusted text safe to put in a bot comment: every `review::`/`thread::`
 /// tag is broken by a zero-width space between the colons, so that text copied
 /// into a bot comment (an agent's finding, a file path, a PR title) cannot plant
@@ -324,6 +365,51 @@ mod tests {
         let human = format!("> {first}\n\nI disagree");
         let bodies = [first.as_str(), second.as_str(), human.as_str(), "no tags"];
         assert_eq!(distinct_review_ids(bodies).len(), 2);
+    }
+
+    fn id(byte: u8) -> Uuid {
+        Uuid::from_bytes([byte; 16])
+    }
+
+    #[test]
+    fn comments_that_are_not_reviews_follow_the_latest_review() {
+        // Before any review: a build failure carries its thread id only.
+        let early = Footer::after_review(None, ThreadId(id(1))).append_to("Build failed.");
+        assert_eq!(own_footer(&early).review, None);
+        assert_eq!(latest_review_id([early.as_str()]), None);
+
+        let mut bodies = vec![early];
+        let post_review = |bodies: &mut Vec<String>, review: u8, thread: u8| {
+            let review = ReviewId(id(review));
+            bodies.push(Footer::for_review(review, ThreadId(id(thread))).append_to("Review."));
+            review
+        };
+        let follow = |bodies: &mut Vec<String>, thread: u8, text: &str| {
+            let latest = latest_review_id(bodies.iter().map(String::as_str));
+            let body = Footer::after_review(latest, ThreadId(id(thread))).append_to(text);
+            bodies.push(body);
+            latest
+        };
+        let first = post_review(&mut bodies, 10, 11);
+        assert_eq!(follow(&mut bodies, 12, "CI failed: build."), Some(first));
+        assert_eq!(follow(&mut bodies, 13, "Fixed in abc123."), Some(first));
+        assert_eq!(follow(&mut bodies, 14, "Fixed in abc123."), Some(first));
+        assert_eq!(follow(&mut bodies, 15, "CI timed out."), Some(first));
+        let second = post_review(&mut bodies, 20, 21);
+        assert_eq!(follow(&mut bodies, 22, "CI failed: test."), Some(second));
+        assert_eq!(follow(&mut bodies, 23, "Fixed in def456."), Some(second));
+        assert_eq!(follow(&mut bodies, 24, "Fixed in def456."), Some(second));
+
+        // 2 reviews, 3 CI-failure comments, 4 replies (and a build failure
+        // before the first review): 2 cycles.
+        let cycles = distinct_review_ids(bodies.iter().map(String::as_str));
+        assert_eq!(cycles, BTreeSet::from([first, second]));
+        // Every comment has a thread id of its own.
+        let threads: BTreeSet<_> = bodies
+            .iter()
+            .filter_map(|body| own_footer(body).thread)
+            .collect();
+        assert_eq!(threads.len(), 10);
     }
 
     #[test]
