@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use figment::Figment;
-use figment::providers::{Env, Format as _, Toml};
+use figment::providers::{Format as _, Serialized, Toml};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -45,39 +45,56 @@ pub struct Key {
     pub expected: &'static str,
     /// Never shown, only whether it is set.
     pub secret: bool,
+    /// A string (a path, a name, a URL): its variable's value is taken as
+    /// text, never read as a number or boolean (`REVIEW_BOT_AGENT_MODEL=1`).
+    pub text: bool,
 }
 
+/// A key whose value is a number, a boolean, a list or a choice.
 const fn key(path: &'static str, expected: &'static str) -> Key {
     Key {
         path,
         expected,
         secret: false,
+        text: false,
     }
 }
 
+/// A key whose value is a string.
+const fn text(path: &'static str, expected: &'static str) -> Key {
+    Key {
+        path,
+        expected,
+        secret: false,
+        text: true,
+    }
+}
+
+/// A string that is a secret.
 const fn secret(path: &'static str, expected: &'static str) -> Key {
     Key {
         path,
         expected,
         secret: true,
+        text: true,
     }
 }
 
 /// Every key, in the order `doctor` lists them.
 pub const KEYS: &[Key] = &[
-    key("work_dir", "a directory path"),
-    key("github.api_url", "a URL such as \"https://api.github.com\""),
+    text("work_dir", "a directory path"),
+    text("github.api_url", "a URL such as \"https://api.github.com\""),
     secret("github.token", "a personal access token (a string)"),
     key("github.app_id", "the GitHub App's numeric id"),
     secret("github.app_private_key", "the App's private key, PEM text"),
-    key(
+    text(
         "github.app_private_key_file",
         "the path of the App's .pem file",
     ),
     key("github.app_installation_id", "a numeric installation id"),
     key("github.write_spacing_ms", "a whole number of milliseconds"),
-    key("agent.claude_path", "a path, or a name looked up in PATH"),
-    key("agent.model", "a model name or alias (a string)"),
+    text("agent.claude_path", "a path, or a name looked up in PATH"),
+    text("agent.model", "a model name or alias (a string)"),
     key("agent.max_turns", "a whole number"),
     key(
         "agent.thinking",
@@ -86,8 +103,8 @@ pub const KEYS: &[Key] = &[
     key("agent.max_budget_usd", "a number of US dollars such as 5.0"),
     key("agent.max_retries", "a whole number"),
     key("agent.timeout_secs", "a whole number of seconds"),
-    key("agent.config_dir", "a directory path"),
-    key("agent.home_dir", "a directory path"),
+    text("agent.config_dir", "a directory path"),
+    text("agent.home_dir", "a directory path"),
     key(
         "agent.inherited_environment",
         "a list of variable names such as [\"PATH\", \"LANG\"]",
@@ -96,15 +113,15 @@ pub const KEYS: &[Key] = &[
         "agent.containment",
         "one of \"bubblewrap\", \"process-group\"",
     ),
-    key("agent.bwrap_path", "a path, or a name looked up in PATH"),
+    text("agent.bwrap_path", "a path, or a name looked up in PATH"),
     key("agent.mcp_tool_timeout_secs", "a whole number of seconds"),
     secret(
         "store.database_url",
         "\"sqlite://PATH\" or \"postgres://USER:PASSWORD@HOST/DATABASE\"",
     ),
     key("review.build_timeout_secs", "a whole number of seconds"),
-    key("git.author_name", "a name (a string)"),
-    key("git.author_email", "an email address (a string)"),
+    text("git.author_name", "a name (a string)"),
+    text("git.author_email", "an email address (a string)"),
 ];
 
 impl Key {
@@ -511,7 +528,7 @@ pub fn load(explicit: Option<&Path>) -> anyhow::Result<Loaded> {
         figment = figment.merge(Toml::string(&file_text));
     }
     check_unknown_variables(std::env::vars_os().filter_map(|(name, _)| name.into_string().ok()))?;
-    figment = figment.merge(environment_provider());
+    figment = merge_environment(figment);
     let config: Config = figment
         .extract()
         .map_err(|error| anyhow::anyhow!(describe_environment_error(error)))?;
@@ -522,20 +539,27 @@ pub fn load(explicit: Option<&Path>) -> anyhow::Result<Loaded> {
     })
 }
 
-/// The overrides: every known key's variable, mapped onto its dotted path.
-fn environment_provider() -> Env {
-    Env::prefixed(ENV_PREFIX).filter_map(|name| {
-        KEYS.iter().find_map(|key| {
-            key.variables()
-                .iter()
-                .any(|variable| {
-                    variable
-                        .strip_prefix(ENV_PREFIX)
-                        .is_some_and(|rest| name.as_str().eq_ignore_ascii_case(rest))
-                })
-                .then(|| key.path.into())
-        })
-    })
+/// The overrides: each known key's variables that are set, weakest first,
+/// each a provider of its own. Figment's `Env` provider reads every value as
+/// TOML-ish (`1` a number, `true` a boolean), which would make
+/// `REVIEW_BOT_GIT_AUTHOR_NAME=123` a type error; string keys take the text as is.
+fn merge_environment(mut figment: Figment) -> Figment {
+    for key in KEYS {
+        for variable in key.variables() {
+            let Some(raw) = std::env::var_os(&variable) else {
+                continue;
+            };
+            let raw = raw.to_string_lossy().into_owned();
+            let value = if key.text {
+                figment::value::Value::from(raw)
+            } else {
+                raw.parse::<figment::value::Value>()
+                    .unwrap_or_else(|_| figment::value::Value::from(raw))
+            };
+            figment = figment.merge(Serialized::default(key.path, value));
+        }
+    }
+    figment
 }
 
 /// A `REVIEW_BOT_<TABLE>_…` variable that is no key is a typo: say so

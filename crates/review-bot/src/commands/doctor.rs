@@ -1,7 +1,7 @@
 //! `review-bot doctor`: prints the effective configuration (each value with
 //! where it came from; secrets only as set/unset) and checks every outside
-//! part review-bot needs: the Claude Code CLI and the flags we pass it,
-//! bubblewrap, the GitHub credential and what it reaches, git, the store,
+//! part review-bot needs: the Claude Code CLI and the flags we pass it, a
+//! model credential, bubblewrap, the GitHub credential and what it reaches, git, the store,
 //! and the work directory. One line per check, `✓` or `✗`, and for each `✗`
 //! what to do. Exit 0 when every check passes, 1 when one fails, 2 when the
 //! configuration itself cannot be read.
@@ -149,6 +149,10 @@ async fn run_checks(config: &Config, repositories: &[String]) -> Vec<Check> {
                 "fix the check above first",
             ))
         },
+    });
+    checks.push(Check {
+        name: "model credential",
+        verdict: check_model_credential(config),
     });
     checks.push(Check {
         name: "bubblewrap",
@@ -328,6 +332,33 @@ async fn probe_flags(config: &Config) -> Result<String, Failure> {
             error.to_string(),
             "use the Claude Code version review-bot is tested with (see README) and point \
              agent.claude_path at it",
+        )),
+    }
+}
+
+/// The CLI needs an API key or a logged-in configuration directory; without
+/// either every pass would fail at its first request.
+fn check_model_credential(config: &Config) -> Result<String, Failure> {
+    if environment("ANTHROPIC_API_KEY").is_some_and(|key| !key.trim().is_empty()) {
+        return Ok("ANTHROPIC_API_KEY is set (passed to the CLI only)".to_owned());
+    }
+    match &config.agent.config_dir {
+        Some(directory) if directory.is_dir() => Ok(format!(
+            "agent.config_dir {} (that Claude Code's login)",
+            directory.display()
+        )),
+        Some(directory) => Err(failure(
+            format!(
+                "agent.config_dir {} is not a directory",
+                directory.display()
+            ),
+            "point it at a logged-in Claude Code's directory (~/.claude), or set \
+             ANTHROPIC_API_KEY",
+        )),
+        None => Err(failure(
+            "neither ANTHROPIC_API_KEY nor agent.config_dir is set",
+            "export ANTHROPIC_API_KEY, or set agent.config_dir to a logged-in Claude Code's \
+             directory (~/.claude)",
         )),
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use review_testkit::github::GithubSim;
+use review_testkit::github::{GithubSim, RepositorySelection};
 
 use crate::{review_bot, text};
 
@@ -72,6 +72,9 @@ fn doctor_on_a_healthy_setup_passes_every_check_and_says_where_each_value_came_f
         .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
         .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
         .env("REVIEW_BOT_AGENT_MODEL", "from-the-environment")
+        // A string key takes its variable as text, even when it looks like a number.
+        .env("REVIEW_BOT_GIT_AUTHOR_NAME", "1234")
+        .env("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
         .env(
             "REVIEW_BOT_DATABASE_URL",
             format!("sqlite://{}", dir.path().join("store.sqlite3").display()),
@@ -80,6 +83,10 @@ fn doctor_on_a_healthy_setup_passes_every_check_and_says_where_each_value_came_f
         .code(0);
     let stdout = text(&assert.get_output().stdout);
     assert!(!stdout.contains(&bot.token), "the token is never shown");
+    assert!(
+        !stdout.contains("sk-ant-not-a-real-key"),
+        "the API key is never shown"
+    );
     assert!(!stdout.contains('✗'), "{stdout}");
     insta::with_settings!({filters => snapshot_filters()}, {
         insta::assert_snapshot!(masked(&stdout, dir.path(), &sim));
@@ -136,6 +143,7 @@ fn doctor_on_a_broken_setup_names_each_failure_and_what_to_do() {
         ),
         ("✗ GitHub: GitHub rejected", "REVIEW_BOT_GITHUB_TOKEN"),
         ("✗ work directory: ", "REVIEW_BOT_WORK_DIR"),
+        ("✗ model credential: ", "export ANTHROPIC_API_KEY"),
     ] {
         let line = checks
             .iter()
@@ -145,6 +153,45 @@ fn doctor_on_a_broken_setup_names_each_failure_and_what_to_do() {
     }
     assert!(checks.iter().any(|line| line.starts_with("✓ store: ")));
     assert!(checks.iter().any(|line| line.starts_with("✓ git: ")));
+}
+
+#[test]
+fn doctor_with_a_github_app_lists_the_repositories_it_reaches() {
+    let sim = GithubSim::start().unwrap();
+    for name in ["acme/widgets", "acme/gadgets"] {
+        sim.repo(name).file("README.md", "# x\n").create().unwrap();
+    }
+    let app = sim.create_app("review-bot").unwrap();
+    sim.install_app(&app, "acme", RepositorySelection::All)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("app.pem");
+    std::fs::write(&key_file, &app.private_key_pem).unwrap();
+
+    let assert = isolated(dir.path())
+        .arg("doctor")
+        .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
+        .env("REVIEW_BOT_GITHUB_APP_ID", app.id.to_string())
+        .env("REVIEW_BOT_GITHUB_APP_PRIVATE_KEY_FILE", &key_file)
+        .env("REVIEW_BOT_AGENT_CLAUDE_PATH", dir.path().join("no-claude"))
+        .env("REVIEW_BOT_WORK_DIR", dir.path().join("work"))
+        .env(
+            "REVIEW_BOT_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("store.sqlite3").display()),
+        )
+        .assert()
+        .code(1);
+    let stdout = masked(&text(&assert.get_output().stdout), dir.path(), &sim);
+    let github = stdout
+        .lines()
+        .find(|line| line.contains(" GitHub: "))
+        .unwrap_or_else(|| panic!("no GitHub line in:\n{stdout}"));
+    assert_eq!(
+        github,
+        "✓ GitHub: GitHub App at [SIM]: 1 installation(s), reaches acme/gadgets, acme/widgets"
+    );
+    assert!(stdout.contains("  github.app_id = "), "{stdout}");
+    assert!(!stdout.contains("BEGIN"), "the key is never shown");
 }
 
 /// `review-bot doctor` with `contents` as its configuration file: exit 2 and standard error.
