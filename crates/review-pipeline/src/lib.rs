@@ -2,3 +2,10 @@
 //!
 //! Checkout, build and test gate, the review pipeline, the write pipeline, the
 //! CI handler, and the poller that turns labelled pull requests into jobs.
+//! Today: [`checkout`] (step 1 of every job) and the hardened git runner it uses ([`git`]).
+
+pub mod checkout;
+pub mod git;
+
+pub use checkout::{CheckoutError, CheckoutRequest, CheckoutSettings, Checkouts, Worktree};
+pub use git::GitCredential;

@@ -518,6 +518,14 @@ impl GitRepository {
         self.git(&["update-ref", &reference, sha, old], None)?;
         Ok(())
     }
+
+    /// Points `refs/pull/{number}/head` at `sha`, as GitHub keeps it for every pull request
+    /// (fetchable, not advertised as a branch).
+    pub fn update_pull_ref(&self, number: u64, sha: &str) -> Result<(), SimError> {
+        let reference = format!("refs/pull/{number}/head");
+        self.git(&["update-ref", &reference, sha], None)?;
+        Ok(())
+    }
 }
 
 /// The SHA of git's empty tree, the "before" of a root commit's diff.

@@ -243,6 +243,10 @@ fn refresh_after_push(shared: &Shared, owner: &str, name: &str) {
             if let (Some(pull), Some(head)) = (repository.pulls.get_mut(&number), head)
                 && pull.last_head_sha != head
             {
+                // GitHub moves `refs/pull/{number}/head` with the branch.
+                if let Err(error) = git.update_pull_ref(number, &head) {
+                    tracing::warn!(%error, number, "could not move refs/pull/N/head");
+                }
                 pull.last_head_sha = head;
                 pull.updated_at = now;
             }

@@ -1099,15 +1099,22 @@ impl CommitBuilder {
         )?;
         git.update_branch(&self.branch, &sha, current.as_deref())?;
         let now = Utc::now();
-        let mut state = lock(&self.repo.sim);
-        if let Some(repository) = state.repositories.get_mut(&self.repo.key()) {
-            repository.pushed_at = now;
-            for pull in repository.pulls.values_mut() {
-                if pull.head_ref == self.branch && pull.last_head_sha != sha {
-                    pull.last_head_sha.clone_from(&sha);
-                    pull.updated_at = now;
+        let mut moved = Vec::new();
+        {
+            let mut state = lock(&self.repo.sim);
+            if let Some(repository) = state.repositories.get_mut(&self.repo.key()) {
+                repository.pushed_at = now;
+                for pull in repository.pulls.values_mut() {
+                    if pull.head_ref == self.branch && pull.last_head_sha != sha {
+                        pull.last_head_sha.clone_from(&sha);
+                        pull.updated_at = now;
+                        moved.push(pull.number);
+                    }
                 }
             }
+        }
+        for number in moved {
+            git.update_pull_ref(number, &sha)?;
         }
         Ok(sha)
     }
@@ -1280,7 +1287,7 @@ impl PullRequestBuilder {
                     created_at: now,
                     updated_at: now,
                     closed_at: None,
-                    last_head_sha: head_sha,
+                    last_head_sha: head_sha.clone(),
                     reviews: Vec::new(),
                     review_comments: Vec::new(),
                     issue_comments: Vec::new(),
@@ -1288,6 +1295,7 @@ impl PullRequestBuilder {
             );
             number
         };
+        git.update_pull_ref(number, &head_sha)?;
         let pull = PullRequestHandle { repo, number };
         if !self.labels.is_empty() {
             pull.add_labels(&self.labels.iter().map(String::as_str).collect::<Vec<_>>())?;
