@@ -56,15 +56,14 @@
 //! the namespace, whose processes the kernel kills when its first one exits.
 //! At the end the runner kills the process group, reaps the leader, and waits
 //! (bounded) until no member of the group or the namespace is alive
-//! ([`processes`]); survivors are an error that names them. The group is only
-//! ever signalled while its leader is unreaped, so its id cannot have been
-//! reused by an unrelated process.
+//! ([`review_sandbox`], which does all of this); survivors are an error that
+//! names them. The group is only ever signalled while its leader is unreaped,
+//! so its id cannot have been reused by an unrelated process.
 
 pub mod environment;
 mod mcp_config;
 mod outcome;
 mod output;
-mod processes;
 mod settings;
 
 use std::ffi::OsString;
@@ -74,9 +73,6 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{Id, WaitPidFlag, waitid};
-use nix::unistd::Pid;
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWriteExt as _, BufReader,
 };
@@ -85,8 +81,10 @@ use tracing::Instrument as _;
 pub use environment::is_github_credential;
 pub use mcp_config::{McpConfig, McpServerCommand, REVIEW_SERVER};
 pub use outcome::{AgentOutcome, AgentRun, PermissionDenial, TokenUsage};
-pub use processes::Survivor;
+pub use review_sandbox::{BWRAP_ARGUMENTS, Survivor};
 pub use settings::{ClaudeCodeRun, ClaudeCodeSettings, ProcessContainment, Thinking};
+
+use review_sandbox::{Contained, SandboxError};
 
 use crate::AgentError;
 use environment::{ClaudeEnvironment, RunDirectories};
@@ -102,11 +100,6 @@ const SOCKET_DIRECTORY_LIMIT: usize = 80;
 /// (a descendant that left the group could hold a pipe open).
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
-/// How long the run's killed processes get to disappear before the runner
-/// names the survivors. Dying takes milliseconds; only a process stuck in
-/// uninterruptible I/O takes longer.
-const SURVIVOR_LIMIT: Duration = Duration::from_secs(10);
-
 /// The longest output line kept (stream-json puts one event on a line; a
 /// result with a whole review in it is well under this). Longer lines are cut
 /// in the transcript and reported, never held whole in memory.
@@ -114,7 +107,22 @@ const LINE_LIMIT: usize = 16 * 1024 * 1024;
 
 /// The survivors as one line (for [`AgentError::Survivors`]).
 pub(crate) fn describe_survivors(survivors: &[Survivor]) -> String {
-    processes::describe(survivors)
+    review_sandbox::describe(survivors)
+}
+
+/// The agent's wording of a containment error.
+fn agent_error(error: SandboxError) -> AgentError {
+    match error {
+        SandboxError::Containment { bwrap, reason } => AgentError::Containment { bwrap, reason },
+        SandboxError::Spawn { program, source } => AgentError::Spawn {
+            executable: program,
+            source,
+        },
+        SandboxError::Process(source) => AgentError::Process(source),
+        SandboxError::Survivors { survivors, waited } => {
+            AgentError::Survivors { survivors, waited }
+        }
+    }
 }
 
 /// Runs Claude Code with fixed [`ClaudeCodeSettings`].
@@ -193,10 +201,14 @@ impl ClaudeCode {
         let prepared = self.prepare(run)?;
         let mut processes = self.spawn(run, &prepared)?;
         let stderr = StderrCapture::start(
-            processes.child.stderr.take(),
+            processes.child_mut().stderr.take(),
             run.run_directory.join("claude-stderr.log"),
         );
-        let stdout = processes.child.stdout.take().expect("stdout is piped");
+        let stdout = processes
+            .child_mut()
+            .stdout
+            .take()
+            .expect("stdout is piped");
         let transcript = create_private_file(&run.transcript_path)
             .await
             .map_err(|source| AgentError::File {
@@ -216,7 +228,7 @@ impl ClaudeCode {
         .await;
 
         // Whatever happened, nothing of the run outlives it.
-        let finished = processes.finish().await;
+        let finished = processes.finish().await.map_err(agent_error);
         let stderr_tail = stderr.finish().await;
         let status = match finished {
             Ok(status) => status,
@@ -268,34 +280,15 @@ impl ClaudeCode {
     /// What bubblewrap said when it, not the CLI, ended the run: it could not
     /// make the namespace, or could not start the CLI inside it.
     fn containment_failure(&self, stderr_tail: &str) -> Option<AgentError> {
-        let ProcessContainment::PidNamespace { bwrap } = &self.settings.containment else {
-            return None;
-        };
-        let message = stderr_tail
-            .lines()
-            .find(|line| line.starts_with("bwrap: "))?;
-        if let Some(reason) = message.strip_prefix("bwrap: execvp ") {
-            let kind = if reason.contains("No such file") {
-                std::io::ErrorKind::NotFound
-            } else if reason.contains("Permission denied") {
-                std::io::ErrorKind::PermissionDenied
-            } else {
-                std::io::ErrorKind::Other
-            };
-            return Some(AgentError::Spawn {
-                executable: self.settings.executable.clone(),
-                source: std::io::Error::new(kind, reason.to_owned()),
-            });
-        }
-        Some(AgentError::Containment {
-            bwrap: bwrap.clone(),
-            reason: message.to_owned(),
-        })
+        self.settings
+            .containment
+            .failure(&self.settings.executable, stderr_tail)
+            .map(agent_error)
     }
 
     /// Start the CLI (under bubblewrap, unless configured otherwise) in a
     /// process group of its own, the prompt on its standard input.
-    fn spawn(&self, run: &ClaudeCodeRun, prepared: &Prepared) -> Result<RunProcesses, AgentError> {
+    fn spawn(&self, run: &ClaudeCodeRun, prepared: &Prepared) -> Result<Contained, AgentError> {
         let arguments = self.arguments(run, prepared.mcp_config_path.as_deref());
         tracing::debug!(
             arguments = arguments.len(),
@@ -308,20 +301,7 @@ impl ClaudeCode {
                 path: prepared.prompt_path.clone(),
                 source,
             })?;
-        let mut command = match &self.settings.containment {
-            ProcessContainment::PidNamespace { bwrap } => {
-                let mut command = tokio::process::Command::new(bwrap);
-                command.args(BWRAP_ARGUMENTS).arg(&self.settings.executable);
-                command
-            }
-            ProcessContainment::ProcessGroupOnly => {
-                tracing::warn!(
-                    "Claude Code runs without a PID namespace: a command that starts a session of \
-                     its own can outlive the run (set the agent's containment to bubblewrap)"
-                );
-                tokio::process::Command::new(&self.settings.executable)
-            }
-        };
+        let mut command = self.settings.containment.command(&self.settings.executable);
         command
             .args(arguments)
             .current_dir(&run.working_directory)
@@ -335,27 +315,13 @@ impl ClaudeCode {
             )
             .stdin(Stdio::from(prompt))
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let child = command
-            .spawn()
-            .map_err(|source| match &self.settings.containment {
-                ProcessContainment::PidNamespace { bwrap } => AgentError::Containment {
-                    bwrap: bwrap.clone(),
-                    reason: format!("could not start it: {source}"),
-                },
-                ProcessContainment::ProcessGroupOnly => AgentError::Spawn {
-                    executable: self.settings.executable.clone(),
-                    source,
-                },
-            })?;
-        RunProcesses::new(
-            child,
-            matches!(
-                self.settings.containment,
-                ProcessContainment::PidNamespace { .. }
-            ),
+            .stderr(Stdio::piped());
+        Contained::spawn(
+            &self.settings.containment,
+            &self.settings.executable,
+            &mut command,
         )
+        .map_err(agent_error)
     }
 
     /// Create the run's directories and files and its environment.
@@ -431,20 +397,6 @@ struct Prepared {
     prompt_path: PathBuf,
     environment: ClaudeEnvironment,
 }
-
-/// bubblewrap's arguments before the CLI's: the filesystem as it is, a PID
-/// namespace of the run's own (with its `/proc`), and the namespace dies with
-/// review-bot. Public so `review-bot doctor` checks bubblewrap with exactly these.
-pub const BWRAP_ARGUMENTS: &[&str] = &[
-    "--dev-bind",
-    "/",
-    "/",
-    "--proc",
-    "/proc",
-    "--unshare-pid",
-    "--die-with-parent",
-    "--",
-];
 
 /// Create (or truncate) a file only review-bot's user can read: transcripts
 /// and logs hold what the agent printed.
@@ -534,104 +486,6 @@ impl StderrCapture {
     }
 }
 
-/// The run's processes: the leader we started (bubblewrap, or the CLI
-/// itself), its process group and, with bubblewrap, its PID namespace.
-/// Killed on drop unless already finished, so a cancelled run leaves nothing
-/// behind either.
-struct RunProcesses {
-    child: tokio::process::Child,
-    /// The leader's process id, which is also the group's id.
-    group: u32,
-    /// Whether the processes live in a PID namespace of their own.
-    namespaced: bool,
-    /// Finishes when the leader has exited. It is observed with `WNOWAIT`, not
-    /// reaped: until `finish` reaps it, the group's id cannot be reused, so
-    /// signalling the group never reaches an unrelated process.
-    leader_exit: tokio::task::JoinHandle<()>,
-    /// Set once `finish` has reaped the leader and waited for the rest.
-    finished: bool,
-}
-
-impl RunProcesses {
-    fn new(child: tokio::process::Child, namespaced: bool) -> Result<Self, AgentError> {
-        let Some(group) = child.id() else {
-            return Err(AgentError::Process(std::io::Error::other(
-                "the process exited and was reaped before its id could be read",
-            )));
-        };
-        let leader = Pid::from_raw(i32::try_from(group).expect("process ids fit in i32"));
-        let leader_exit = tokio::task::spawn_blocking(move || {
-            while let Err(nix::errno::Errno::EINTR) =
-                waitid(Id::Pid(leader), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
-            {}
-        });
-        Ok(Self {
-            child,
-            group,
-            namespaced,
-            leader_exit,
-            finished: false,
-        })
-    }
-
-    /// `SIGKILL` to the whole group. Only called while the leader is unreaped.
-    fn kill_group(&self) {
-        let group = Pid::from_raw(i32::try_from(self.group).expect("process ids fit in i32"));
-        // ESRCH (nothing left) is the usual answer after a clean exit.
-        let _ = killpg(group, Signal::SIGKILL);
-    }
-
-    /// The run's PID namespace while its init is alive (once the leader has
-    /// exited, the kernel has already emptied it).
-    fn namespace(&self) -> Option<processes::PidNamespace> {
-        if self.namespaced {
-            processes::child_namespace(self.group)
-        } else {
-            None
-        }
-    }
-
-    /// Kill what is left, reap the leader, and wait until no process of the
-    /// run is alive; an error naming them if some still are after
-    /// [`SURVIVOR_LIMIT`].
-    async fn finish(&mut self) -> Result<ExitStatus, AgentError> {
-        let namespace = self.namespace();
-        self.kill_group();
-        let status = self.child.wait().await.map_err(AgentError::Process)?;
-        self.finished = true;
-        processes::wait_until_gone(self.group, namespace, SURVIVOR_LIMIT)
-            .await
-            .map_err(|survivors| {
-                tracing::error!(survivors = %processes::describe(&survivors), "processes of the agent run outlived it");
-                AgentError::Survivors {
-                    survivors,
-                    waited: SURVIVOR_LIMIT,
-                }
-            })?;
-        Ok(status)
-    }
-}
-
-impl Drop for RunProcesses {
-    fn drop(&mut self) {
-        if self.finished {
-            return;
-        }
-        // A cancelled run: nothing can be awaited here, so this blocks the
-        // thread until the killed processes are gone (milliseconds).
-        let namespace = self.namespace();
-        self.kill_group();
-        if let Err(survivors) =
-            processes::wait_until_gone_blocking(self.group, namespace, SURVIVOR_LIMIT)
-        {
-            tracing::error!(
-                survivors = %processes::describe(&survivors),
-                "processes of a cancelled agent run outlived it"
-            );
-        }
-    }
-}
-
 #[derive(Debug)]
 enum WatchError {
     Agent(AgentError),
@@ -646,7 +500,7 @@ struct Watched {
 /// Read the CLI's output until it closes: save every line to the transcript,
 /// check the MCP servers on `init`, keep the result.
 async fn watch(
-    processes: &mut RunProcesses,
+    processes: &mut Contained,
     stdout: impl AsyncRead + Unpin,
     transcript: tokio::fs::File,
     run: &ClaudeCodeRun,
@@ -673,10 +527,10 @@ async fn watch(
             length = read_line_bounded(&mut stdout, &mut line, LINE_LIMIT) => {
                 length.map_err(|error| WatchError::Agent(AgentError::Process(error)))?
             }
-            _ = &mut processes.leader_exit, if !leader_exited => {
+            () = processes.leader_exited(), if !leader_exited => {
                 leader_exited = true;
                 // Anything the CLI left running goes now, so our pipes close.
-                processes.kill_group();
+                processes.kill();
                 continue;
             }
         };

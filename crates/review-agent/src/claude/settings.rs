@@ -35,35 +35,14 @@ impl Thinking {
     }
 }
 
-/// How the runner makes sure nothing of a run outlives it.
+/// How the runner makes sure nothing of a run outlives it (review-sandbox's
+/// [`Containment`](review_sandbox::Containment), named for the agent).
 ///
 /// Killing the CLI's process group is not enough: Claude Code 2.1.330 starts
 /// every `Bash`-tool command in a session of its own (so outside the group),
 /// and anything the agent runs can call `setsid` too. A PID namespace holds
 /// them all: when its first process exits, the kernel kills every other one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProcessContainment {
-    /// Run the CLI inside a PID namespace of its own, made by bubblewrap
-    /// (`bwrap --unshare-pid --die-with-parent`, the whole filesystem as it
-    /// is). The default. `bwrap` is the executable (a path, or a name looked
-    /// up in `PATH`); Debian and Ubuntu ship it as `bubblewrap`.
-    PidNamespace {
-        /// The `bwrap` executable.
-        bwrap: PathBuf,
-    },
-    /// Only the CLI's process group: a process that starts a session of its
-    /// own escapes the kill. For machines where bubblewrap cannot run;
-    /// the guarantee is weaker, and the runner says so once per run in the log.
-    ProcessGroupOnly,
-}
-
-impl Default for ProcessContainment {
-    fn default() -> Self {
-        Self::PidNamespace {
-            bwrap: PathBuf::from("bwrap"),
-        }
-    }
-}
+pub use review_sandbox::Containment as ProcessContainment;
 
 /// Settings for every Claude Code run.
 #[derive(Debug, Clone)]

@@ -1,16 +1,16 @@
 //! What is left of a run: the processes of its process group and of its PID
 //! namespace, read from `/proc`, and a bounded wait until none is alive.
 //!
-//! The runner kills a run's processes with `SIGKILL`, but a signal is
+//! [`crate::Contained`] kills a run's processes with `SIGKILL`, but a signal is
 //! delivered asynchronously: `kill` returns before the target is gone. "The
-//! run is over" must mean "nothing of it runs any more", so the runner waits
+//! run is over" must mean "nothing of it runs any more", so it waits
 //! here until every member has exited (a zombie waiting for its parent counts
 //! as gone: it runs no code and holds no file) and names the survivors when
 //! the bound passes — a process stuck in uninterruptible I/O, say.
 //!
 //! Membership is decided from `/proc/<pid>/stat` (the process group, field 5)
 //! and `/proc/<pid>/ns/pid` (the PID namespace the run's bubblewrap created,
-//! which holds the agent's commands even when they started sessions of their
+//! which holds the run's processes even when they started sessions of their
 //! own). Processes we may not inspect (another user's) are not ours.
 
 use std::fmt;
@@ -162,7 +162,7 @@ pub(crate) fn wait_until_gone_blocking(
 }
 
 /// `survivors` as one line for a message.
-pub(crate) fn describe(survivors: &[Survivor]) -> String {
+pub fn describe(survivors: &[Survivor]) -> String {
     survivors
         .iter()
         .map(ToString::to_string)

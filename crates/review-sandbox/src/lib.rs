@@ -1,0 +1,353 @@
+//! Run a command that may be hostile so that nothing it starts outlives it.
+//!
+//! review-bot runs code it does not trust: the agent CLI (and whatever its
+//! tools run) and a pull request's build and test commands. Each such run is a
+//! [`Contained`] process:
+//!
+//! - it is the leader of a process group of its own, and, with
+//!   [`Containment::PidNamespace`], runs under bubblewrap in a PID namespace of
+//!   its own ([`BWRAP_ARGUMENTS`]). A process that calls `setsid` leaves the
+//!   group but not the namespace, whose other processes the kernel kills when
+//!   its first one exits;
+//! - the leader's exit is observed with `waitid(WNOWAIT)`, without reaping it,
+//!   so the group is only ever signalled while its id cannot have been reused;
+//! - [`Contained::finish`] kills the group, reaps the leader and waits (bounded)
+//!   until no process of the group or the namespace is alive, naming the
+//!   survivors otherwise ([`SandboxError::Survivors`]); dropping an unfinished
+//!   [`Contained`] does the same, blocking the thread for a moment.
+//!
+//! ```no_run
+//! use review_sandbox::{Contained, Containment};
+//! # async fn example() -> Result<(), review_sandbox::SandboxError> {
+//! let containment = Containment::default();
+//! let mut command = containment.command("sh");
+//! command.arg("-c").arg("make test").env_clear();
+//! let mut run = Contained::spawn(&containment, "sh", &mut command)?;
+//! run.leader_exited().await;
+//! let status = run.finish().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! This crate decides which processes live and die, not what they see: the
+//! namespace binds the whole filesystem as it is. Filesystem confinement
+//! (issue 18) belongs here too, as more bubblewrap arguments chosen by
+//! [`Containment`]; callers already go through [`Containment::command`].
+
+mod processes;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::unistd::Pid;
+
+pub use processes::{Survivor, describe};
+
+/// How long a run's killed processes get to disappear before
+/// [`Contained::finish`] names the survivors. Dying takes milliseconds; only
+/// a process stuck in uninterruptible I/O takes longer.
+pub const SURVIVOR_LIMIT: Duration = Duration::from_secs(10);
+
+/// bubblewrap's arguments before the command's: the filesystem as it is, a
+/// PID namespace of the run's own (with its `/proc`), and the namespace dies
+/// with review-bot. Public so `review-bot doctor` checks bubblewrap with
+/// exactly these.
+pub const BWRAP_ARGUMENTS: &[&str] = &[
+    "--dev-bind",
+    "/",
+    "/",
+    "--proc",
+    "/proc",
+    "--unshare-pid",
+    "--die-with-parent",
+    "--",
+];
+
+/// How a run's processes are held together and killed.
+///
+/// A process group alone is not enough: a process can leave it with
+/// `setsid`, and anything the run starts can call `setsid` too. A PID
+/// namespace holds them all: when its first process exits, the kernel kills
+/// every other one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Containment {
+    /// Run the command inside a PID namespace of its own, made by bubblewrap
+    /// (`bwrap --unshare-pid --die-with-parent`, the whole filesystem as it
+    /// is). The default. `bwrap` is the executable (a path, or a name looked
+    /// up in `PATH`); Debian and Ubuntu ship it as `bubblewrap`.
+    PidNamespace {
+        /// The `bwrap` executable.
+        bwrap: PathBuf,
+    },
+    /// Only the command's process group: a process that starts a session of
+    /// its own escapes the kill. For machines where bubblewrap cannot run;
+    /// the guarantee is weaker, and [`Contained::spawn`] says so in the log.
+    ProcessGroupOnly,
+}
+
+impl Default for Containment {
+    fn default() -> Self {
+        Self::PidNamespace {
+            bwrap: PathBuf::from("bwrap"),
+        }
+    }
+}
+
+impl Containment {
+    /// A command that runs `program` contained: under bubblewrap (with
+    /// [`BWRAP_ARGUMENTS`]) or directly, in a process group of its own. Add
+    /// the program's arguments, directory, environment and standard streams,
+    /// then start it with [`Contained::spawn`].
+    pub fn command(&self, program: impl AsRef<OsStr>) -> tokio::process::Command {
+        let mut command = match self {
+            Self::PidNamespace { bwrap } => {
+                let mut command = tokio::process::Command::new(bwrap);
+                command.args(BWRAP_ARGUMENTS).arg(program);
+                command
+            }
+            Self::ProcessGroupOnly => tokio::process::Command::new(program),
+        };
+        command.process_group(0);
+        command
+    }
+
+    /// What bubblewrap said when it, not the program, ended the run: it could
+    /// not make the namespace, or could not start `program` inside it. Looks
+    /// at the first line of `stderr` only (bubblewrap prints before the
+    /// program runs), so a program cannot pass its own output off as
+    /// bubblewrap's past its first line.
+    pub fn failure(&self, program: &Path, stderr: &str) -> Option<SandboxError> {
+        let Self::PidNamespace { bwrap } = self else {
+            return None;
+        };
+        let message = stderr
+            .lines()
+            .find(|line| !line.trim().is_empty())
+            .filter(|line| line.starts_with("bwrap: "))?;
+        if let Some(reason) = message.strip_prefix("bwrap: execvp ") {
+            let kind = if reason.contains("No such file") {
+                std::io::ErrorKind::NotFound
+            } else if reason.contains("Permission denied") {
+                std::io::ErrorKind::PermissionDenied
+            } else {
+                std::io::ErrorKind::Other
+            };
+            return Some(SandboxError::Spawn {
+                program: program.to_owned(),
+                source: std::io::Error::new(kind, reason.to_owned()),
+            });
+        }
+        Some(SandboxError::Containment {
+            bwrap: bwrap.clone(),
+            reason: message.to_owned(),
+        })
+    }
+}
+
+/// A contained run that could not start or did not end cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// bubblewrap, which gives the run a PID namespace of its own, could not
+    /// be started or could not make the namespace.
+    #[error(
+        "could not contain the processes with bubblewrap (`{}`): {reason}; install it \
+         (apt-get install bubblewrap), allow unprivileged user namespaces \
+         (sysctl kernel.unprivileged_userns_clone=1), or accept the weaker process-group \
+         containment in the settings",
+        bwrap.display()
+    )]
+    Containment {
+        /// The `bwrap` executable we tried.
+        bwrap: PathBuf,
+        /// What went wrong (the spawn error or what bwrap printed).
+        reason: String,
+    },
+
+    /// The program could not be started (without bubblewrap, or bubblewrap
+    /// could not `execvp` it).
+    #[error(
+        "could not start `{}`: {source}; check that it is installed and executable, or give its full path",
+        program.display()
+    )]
+    Spawn {
+        /// The program we tried.
+        program: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+
+    /// Waiting for the run's leader failed (an operating-system error).
+    #[error("could not wait for the contained process: {0}; this is a bug or a resource limit")]
+    Process(#[source] std::io::Error),
+
+    /// Processes of the run were still alive after they were killed and
+    /// [`Contained::finish`] waited for them.
+    #[error(
+        "processes of the run were still alive {}s after they were killed: {}; they are \
+         probably stuck in uninterruptible I/O (look at /proc/PID/stack) and will go when it \
+         ends; nothing else of the run is left",
+        waited.as_secs(),
+        describe(survivors)
+    )]
+    Survivors {
+        /// What was still alive.
+        survivors: Vec<Survivor>,
+        /// How long we waited.
+        waited: Duration,
+    },
+}
+
+/// A running contained command: the leader we started (bubblewrap, or the
+/// program itself), its process group and, with bubblewrap, its PID
+/// namespace. Killed on drop unless finished, so a cancelled run leaves
+/// nothing behind either.
+#[derive(Debug)]
+pub struct Contained {
+    /// The leader; its standard streams are the caller's to take.
+    child: tokio::process::Child,
+    /// The leader's process id, which is also the group's id.
+    group: u32,
+    /// Whether the processes live in a PID namespace of their own.
+    namespaced: bool,
+    /// Finishes when the leader has exited; `None` once observed. It is
+    /// observed with `WNOWAIT`, not reaped: until `finish` reaps it, the
+    /// group's id cannot be reused, so signalling the group never reaches an
+    /// unrelated process.
+    leader_exit: Option<tokio::task::JoinHandle<()>>,
+    /// Set once `finish` has reaped the leader and waited for the rest.
+    finished: bool,
+}
+
+impl Contained {
+    /// Start `command`, made by [`Containment::command`] with the same
+    /// `containment`; `program` names what runs in it, for errors.
+    pub fn spawn(
+        containment: &Containment,
+        program: impl AsRef<Path>,
+        command: &mut tokio::process::Command,
+    ) -> Result<Self, SandboxError> {
+        if *containment == Containment::ProcessGroupOnly {
+            tracing::warn!(
+                program = %program.as_ref().display(),
+                "running without a PID namespace: a process that starts a session of its own \
+                 can outlive the run (set the containment to bubblewrap)"
+            );
+        }
+        let child = command.spawn().map_err(|source| match containment {
+            Containment::PidNamespace { bwrap } => SandboxError::Containment {
+                bwrap: bwrap.clone(),
+                reason: format!("could not start it: {source}"),
+            },
+            Containment::ProcessGroupOnly => SandboxError::Spawn {
+                program: program.as_ref().to_owned(),
+                source,
+            },
+        })?;
+        let Some(group) = child.id() else {
+            return Err(SandboxError::Process(std::io::Error::other(
+                "the process exited and was reaped before its id could be read",
+            )));
+        };
+        let leader = Pid::from_raw(i32::try_from(group).expect("process ids fit in i32"));
+        let leader_exit = tokio::task::spawn_blocking(move || {
+            while let Err(nix::errno::Errno::EINTR) =
+                waitid(Id::Pid(leader), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
+            {}
+        });
+        Ok(Self {
+            child,
+            group,
+            namespaced: matches!(containment, Containment::PidNamespace { .. }),
+            leader_exit: Some(leader_exit),
+            finished: false,
+        })
+    }
+
+    /// The leader, for its standard streams (`stdout.take()`, …). Do not
+    /// wait for it here: [`Contained::finish`] reaps it.
+    pub fn child_mut(&mut self) -> &mut tokio::process::Child {
+        &mut self.child
+    }
+
+    /// The leader's process id (the process group's id).
+    pub fn id(&self) -> u32 {
+        self.group
+    }
+
+    /// Wait until the leader has exited, without reaping it (the rest of the
+    /// group may still run: [`Contained::kill`] it). Cancel-safe; returns at
+    /// once when it already has.
+    pub async fn leader_exited(&mut self) {
+        if let Some(exit) = self.leader_exit.as_mut() {
+            // A panic in the watcher (none is possible) counts as an exit.
+            let _ = exit.await;
+            self.leader_exit = None;
+        }
+    }
+
+    /// `SIGKILL` to the whole group. Safe at any moment before `finish`: the
+    /// leader is unreaped until then, so the group's id is still ours.
+    pub fn kill(&self) {
+        if self.finished {
+            return;
+        }
+        let group = Pid::from_raw(i32::try_from(self.group).expect("process ids fit in i32"));
+        // ESRCH (nothing left) is the usual answer after a clean exit.
+        let _ = killpg(group, Signal::SIGKILL);
+    }
+
+    /// The run's PID namespace while its init is alive (once the leader has
+    /// exited, the kernel has already emptied it).
+    fn namespace(&self) -> Option<processes::PidNamespace> {
+        if self.namespaced {
+            processes::child_namespace(self.group)
+        } else {
+            None
+        }
+    }
+
+    /// Kill what is left, reap the leader, and wait until no process of the
+    /// run is alive; [`SandboxError::Survivors`] naming them if some still
+    /// are after [`SURVIVOR_LIMIT`]. The leader's exit status otherwise
+    /// (killed by `SIGKILL` when it was still running).
+    pub async fn finish(&mut self) -> Result<ExitStatus, SandboxError> {
+        let namespace = self.namespace();
+        self.kill();
+        let status = self.child.wait().await.map_err(SandboxError::Process)?;
+        self.finished = true;
+        processes::wait_until_gone(self.group, namespace, SURVIVOR_LIMIT)
+            .await
+            .map_err(|survivors| {
+                tracing::error!(survivors = %describe(&survivors), "processes of a contained run outlived it");
+                SandboxError::Survivors {
+                    survivors,
+                    waited: SURVIVOR_LIMIT,
+                }
+            })?;
+        Ok(status)
+    }
+}
+
+impl Drop for Contained {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        // A cancelled run: nothing can be awaited here, so this blocks the
+        // thread until the killed processes are gone (milliseconds).
+        let namespace = self.namespace();
+        self.kill();
+        if let Err(survivors) =
+            processes::wait_until_gone_blocking(self.group, namespace, SURVIVOR_LIMIT)
+        {
+            tracing::error!(
+                survivors = %describe(&survivors),
+                "processes of a cancelled contained run outlived it"
+            );
+        }
+    }
+}
