@@ -44,7 +44,9 @@ pub enum CheckoutError {
         #[source]
         source: std::io::Error,
     },
-    #[error("could not start git ({program}): {source}; install git or set git.path")]
+    #[error(
+        "could not start git ({program}): {source}; install git in /usr/local/bin, /usr/bin or /bin, or give the checkout its full path"
+    )]
     Spawn {
         program: PathBuf,
         #[source]
@@ -59,12 +61,14 @@ pub enum CheckoutError {
         stderr: String,
     },
     #[error(
-        "`{command}` did not finish within {timeout:?} and was killed with its process group; raise git.timeout_secs for large repositories or check the network"
+        "`{command}` did not finish within {timeout:?} and was killed with its process group; check the network and the remote, or raise the git timeout (10 minutes by default) for very large repositories"
     )]
     Timeout { command: String, timeout: Duration },
     #[error("{repository} is not OWNER/REPO; pass the repository's full name as GitHub shows it")]
     BadRepository { repository: String },
-    #[error("{base_ref:?} is not a branch name; pass the pull request's base branch as GitHub shows it")]
+    #[error(
+        "{base_ref:?} is not a branch name; pass the pull request's base branch as GitHub shows it"
+    )]
     BadBaseRef { base_ref: String },
     #[error("{sha:?} is not a full commit SHA; pass the pull request's head SHA (40 hex digits)")]
     BadSha { sha: String },
@@ -179,6 +183,14 @@ impl Checkouts {
         let mirrors = self.settings.work_dir.join("mirrors");
         for owner in read_dirs(&mirrors)? {
             for mirror in read_dirs(&owner)? {
+                // A mirror being initialised when its process died.
+                if mirror
+                    .extension()
+                    .is_some_and(|extension| extension.to_string_lossy().starts_with("init-"))
+                {
+                    std::fs::remove_dir_all(&mirror).map_err(io("could not remove", &mirror))?;
+                    continue;
+                }
                 let lock = self.mirror_lock(&mirror);
                 let _held = lock.lock().await;
                 sanitize_mirror(&mirror)?;
@@ -259,14 +271,18 @@ impl Checkouts {
                 &["cat-file", "-e", "--end-of-options", &commit],
                 None,
             )
-            .await
-            .is_ok();
-        if !present {
-            return Err(CheckoutError::HeadMissing {
-                repository: request.repository.clone(),
-                number: request.number,
-                sha: request.head_sha.clone(),
-            });
+            .await;
+        match present {
+            Ok(_) => {}
+            // git's own failure means "no such commit"; a timeout or spawn failure is itself.
+            Err(CheckoutError::Git { .. }) => {
+                return Err(CheckoutError::HeadMissing {
+                    repository: request.repository.clone(),
+                    number: request.number,
+                    sha: request.head_sha.clone(),
+                });
+            }
+            Err(error) => return Err(error),
         }
         let target = worktree.path.to_string_lossy().into_owned();
         self.git
