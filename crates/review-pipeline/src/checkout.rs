@@ -191,8 +191,7 @@ impl Checkouts {
                     std::fs::remove_dir_all(&mirror).map_err(io("could not remove", &mirror))?;
                     continue;
                 }
-                let lock = self.mirror_lock(&mirror);
-                let _held = lock.lock().await;
+                let _held = self.lock_mirror(&mirror).await?;
                 sanitize_mirror(&mirror)?;
                 self.git.run(&mirror, &["worktree", "prune"], None).await?;
             }
@@ -256,8 +255,7 @@ impl Checkouts {
             removed: false,
         };
 
-        let mirror_lock = self.mirror_lock(&mirror);
-        let _held = mirror_lock.lock().await;
+        let _held = self.lock_mirror(&mirror).await?;
         self.ensure_mirror(&mirror).await?;
         sanitize_mirror(&mirror)?;
         // Forget worktrees whose directories are gone (dead jobs, dropped guards).
@@ -358,13 +356,43 @@ impl Checkouts {
         Ok(())
     }
 
-    fn mirror_lock(&self, mirror: &Path) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self
-            .mirror_locks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        locks.entry(mirror.to_owned()).or_default().clone()
+    /// Holds a mirror for one fetch and `worktree add`: an in-process lock, then a `flock` on
+    /// `REPO.git.lock` beside the mirror, so a second process on the same work directory (a
+    /// `review-bot review` by hand while the daemon runs) waits too. The wait is bounded by
+    /// the holder's git timeouts.
+    async fn lock_mirror(&self, mirror: &Path) -> Result<MirrorGuard, CheckoutError> {
+        let local = {
+            let mut locks = self
+                .mirror_locks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            locks.entry(mirror.to_owned()).or_default().clone()
+        };
+        let local = local.lock_owned().await;
+        let lock_path = mirror.with_extension("git.lock");
+        if let Some(parent) = lock_path.parent() {
+            std::fs::create_dir_all(parent).map_err(io("could not create", parent))?;
+        }
+        let file = open_lock(&lock_path)?;
+        let file = tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+            .await
+            .map_err(|error| CheckoutError::Io {
+                action: "could not lock",
+                path: lock_path.clone(),
+                source: std::io::Error::other(error),
+            })?
+            .map_err(io("could not lock", &lock_path))?;
+        Ok(MirrorGuard {
+            _local: local,
+            _file: file,
+        })
     }
+}
+
+/// A mirror held by this job (see [`Checkouts::lock_mirror`]); released on drop.
+struct MirrorGuard {
+    _local: tokio::sync::OwnedMutexGuard<()>,
+    _file: File,
 }
 
 /// One job's worktree. [`Worktree::remove`] deletes it; dropping the guard does too (on an
@@ -458,12 +486,7 @@ fn prune_repository_dir(dir: &Path) -> Result<usize, CheckoutError> {
     let mut removed = 0;
     for worktree in read_dirs(dir)? {
         let lock_path = worktree.with_extension("lock");
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io("could not open", &lock_path))?;
+        let lock = open_lock(&lock_path)?;
         if lock.try_lock().is_err() {
             continue; // A live job holds it.
         }
@@ -474,6 +497,16 @@ fn prune_repository_dir(dir: &Path) -> Result<usize, CheckoutError> {
         removed += 1;
     }
     Ok(removed)
+}
+
+/// Opens (creating) a lock file without truncating it.
+fn open_lock(path: &Path) -> Result<File, CheckoutError> {
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(io("could not open", path))
 }
 
 /// Subdirectories of `dir` (not following symlinks); none when `dir` does not exist.

@@ -541,3 +541,45 @@ async fn a_git_command_past_its_timeout_is_killed_with_a_clear_error() {
     );
     assert!(!message.contains(&fixture.token), "{message}");
 }
+
+#[tokio::test]
+async fn two_processes_on_one_work_directory_share_a_mirror_safely() {
+    let fixture = fixture();
+    // A second `Checkouts` on the same work directory stands for a second process (a
+    // `review-bot review` by hand while the daemon runs): only the file lock orders them.
+    let other = Checkouts::new(CheckoutSettings::new(fixture.work.path())).unwrap();
+    let request = fixture.request();
+    let (first, second, third, fourth) = tokio::join!(
+        fixture.checkouts.checkout(&request),
+        other.checkout(&request),
+        fixture.checkouts.checkout(&request),
+        other.checkout(&request)
+    );
+    let worktrees = [
+        first.unwrap(),
+        second.unwrap(),
+        third.unwrap(),
+        fourth.unwrap(),
+    ];
+    assert_eq!(fixture.registered_worktrees().len(), 4);
+    for worktree in worktrees {
+        assert_eq!(read(&worktree, "src/new.rs"), "pub fn new() {}\n");
+        worktree.remove().await.unwrap();
+    }
+    assert!(fixture.registered_worktrees().is_empty());
+}
+
+#[tokio::test]
+async fn prune_stale_removes_a_mirror_left_half_initialised() {
+    let fixture = fixture();
+    fixture.check_out().await.remove().await.unwrap();
+    let mirror = fixture.mirror();
+    let half = mirror.with_extension("init-999999");
+    git(
+        mirror.parent().unwrap(),
+        &["init", "--quiet", "--bare", half.to_str().unwrap()],
+    );
+    fixture.checkouts.prune_stale().await.unwrap();
+    assert!(!half.exists());
+    assert!(mirror.join("HEAD").is_file());
+}
