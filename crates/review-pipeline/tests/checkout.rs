@@ -540,6 +540,16 @@ async fn a_git_command_past_its_timeout_is_killed_with_a_clear_error() {
         "{message}"
     );
     assert!(!message.contains(&fixture.token), "{message}");
+    // git and its git-remote-http are gone the moment checkout returns (a killed process's
+    // cmdline reads empty, so only a live one could match).
+    let url = fixture.repo.clone_url();
+    let survivors: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .filter(|cmdline| contains(cmdline, &url))
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        .collect();
+    assert!(survivors.is_empty(), "{survivors:?}");
 }
 
 #[tokio::test]
