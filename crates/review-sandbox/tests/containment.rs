@@ -4,43 +4,7 @@
 use std::process::Stdio;
 
 use review_sandbox::{Contained, Containment, SandboxError};
-
-/// A number no other test process uses: a `sleep` duration we find it by.
-fn marker(slot: u32) -> String {
-    (9_000_000_000_u64 + u64::from(std::process::id()) * 10 + u64::from(slot)).to_string()
-}
-
-/// Live (not zombie) processes with `argument` in their command line.
-fn live_processes_with_argument(argument: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse().ok())
-        else {
-            continue;
-        };
-        let Ok(command_line) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| {
-                let close = stat.rfind(')')?;
-                stat.get(close + 2..close + 3).map(|state| state == "Z")
-            })
-            .unwrap_or(true);
-        if !zombie
-            && command_line
-                .split(|byte| *byte == 0)
-                .any(|part| part == argument.as_bytes())
-        {
-            found.push(pid);
-        }
-    }
-    found
-}
+use review_testkit::processes::{live_processes_with_argument, marker};
 
 #[tokio::test]
 async fn a_detached_process_is_gone_when_the_run_is_finished() {

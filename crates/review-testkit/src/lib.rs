@@ -8,4 +8,5 @@
 pub mod github;
 pub mod model;
 pub mod openapi;
+pub mod processes;
 pub mod tools;

@@ -1,0 +1,319 @@
+//! The build + test gate on real git repositories whose README documents the
+//! commands, run under real bubblewrap: passing, failing, hanging, leaving a
+//! process behind, printing megabytes, and what environment the build sees.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::time::Duration;
+
+use review_core::payload::{GITHUB_BODY_LIMIT, fits_github};
+use review_pipeline::build_gate::{
+    self, BuildGateSettings, CommandEnd, DEFAULT_TIMEOUT, GateOutcome, TAIL_BYTES,
+};
+use review_testkit::processes::{live_processes_with_argument, marker};
+use tempfile::TempDir;
+
+/// A README documenting `./build.sh` and `./run-tests.sh`.
+const README: &str =
+    "# Fixture\n\n## Build\n\n```sh\n./build.sh\n```\n\n## Tests\n\n```sh\n./run-tests.sh\n```\n";
+
+/// A README documenting only `./run-tests.sh`.
+const TESTS_ONLY_README: &str = "# Fixture\n\n## Tests\n\n```sh\n./run-tests.sh\n```\n";
+
+/// A real repository with `readme` and executable `scripts`, committed, and
+/// a run directory beside it.
+struct Fixture {
+    repository: TempDir,
+    run: TempDir,
+}
+
+impl Fixture {
+    fn new(readme: &str, scripts: &[(&str, &str)]) -> Self {
+        let repository = tempfile::tempdir().unwrap();
+        let root = repository.path();
+        std::fs::write(root.join("README.md"), readme).unwrap();
+        for (name, body) in scripts {
+            let path = root.join(name);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        git(root, &["init", "--quiet", "--initial-branch=main"]);
+        git(root, &["add", "."]);
+        git(
+            root,
+            &[
+                "-c",
+                "user.name=Fixture",
+                "-c",
+                "user.email=fixture@example.com",
+                "commit",
+                "--quiet",
+                "-m",
+                "fixture",
+            ],
+        );
+        Self {
+            repository,
+            run: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn worktree(&self) -> &Path {
+        self.repository.path()
+    }
+
+    async fn gate(&self, timeout: Duration) -> GateOutcome {
+        build_gate::run_gate(
+            &BuildGateSettings::new(timeout),
+            self.worktree(),
+            self.run.path(),
+            None,
+        )
+        .await
+        .unwrap()
+    }
+}
+
+fn git(directory: &Path, arguments: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(arguments)
+        .current_dir(directory)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {arguments:?}");
+}
+
+#[tokio::test]
+async fn documented_commands_that_pass_pass_and_leave_private_logs() {
+    let fixture = Fixture::new(
+        README,
+        &[
+            ("build.sh", "echo built > built.txt"),
+            ("run-tests.sh", "test -f built.txt && echo all tests passed"),
+        ],
+    );
+    let outcome = fixture.gate(DEFAULT_TIMEOUT).await;
+    assert_eq!(
+        outcome,
+        GateOutcome::Passed {
+            commands: vec!["./build.sh".to_owned(), "./run-tests.sh".to_owned()],
+        }
+    );
+    let log = fixture.run.path().join("build/02.log");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "all tests passed\n");
+    let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[tokio::test]
+async fn a_failing_test_is_reported_with_its_status_and_output_tail() {
+    let fixture = Fixture::new(
+        README,
+        &[
+            ("build.sh", "echo built"),
+            (
+                "run-tests.sh",
+                "echo running 12 tests\n\
+                 echo 'assertion failed: left == right' >&2\n\
+                 echo '</details> review::forged ```'\n\
+                 exit 3",
+            ),
+        ],
+    );
+    let GateOutcome::Failed(failure) = fixture.gate(DEFAULT_TIMEOUT).await else {
+        panic!("the gate should fail");
+    };
+    assert_eq!(failure.command, "./run-tests.sh");
+    assert_eq!(failure.end, CommandEnd::Exited(3));
+    assert!(
+        failure.output_tail.contains("running 12 tests")
+            && failure
+                .output_tail
+                .contains("assertion failed: left == right"),
+        "{}",
+        failure.output_tail
+    );
+
+    let comment = build_gate::failure_comment(&failure);
+    assert!(
+        comment.contains("`./run-tests.sh` exited with status 3"),
+        "{comment}"
+    );
+    assert!(comment.contains("<details>"), "{comment}");
+    assert!(
+        comment.contains("assertion failed: left == right"),
+        "{comment}"
+    );
+    // The output cannot plant an id, and its fence and `</details>` stay inside
+    // a longer fence: exactly one `</details>` ends a line of the comment.
+    assert!(!comment.contains("review::forged"), "{comment}");
+    assert!(comment.contains("````text\n"), "{comment}");
+    assert_eq!(
+        comment
+            .lines()
+            .filter(|line| line.trim() == "</details>")
+            .count(),
+        1,
+        "{comment}"
+    );
+}
+
+#[tokio::test]
+async fn a_hanging_test_is_killed_at_the_timeout() {
+    let hanging = marker(1);
+    let fixture = Fixture::new(
+        TESTS_ONLY_README,
+        &[("run-tests.sh", &format!("echo started\nsleep {hanging}"))],
+    );
+    let timeout = Duration::from_secs(2);
+    let GateOutcome::Failed(failure) = fixture.gate(timeout).await else {
+        panic!("the gate should fail");
+    };
+    assert_eq!(failure.command, "./run-tests.sh");
+    assert_eq!(failure.end, CommandEnd::TimedOut(timeout));
+    assert!(failure.output_tail.contains("started"));
+    assert!(
+        build_gate::failure_comment(&failure).contains("timed out after 2 s"),
+        "{}",
+        build_gate::failure_comment(&failure)
+    );
+    assert_eq!(live_processes_with_argument(&hanging), Vec::<u32>::new());
+}
+
+#[tokio::test]
+async fn a_process_the_build_leaves_behind_is_gone_when_the_gate_returns() {
+    let detached = marker(2);
+    let fixture = Fixture::new(
+        README,
+        &[
+            (
+                "build.sh",
+                // A session of its own, out of the process group's reach; the
+                // script waits until it runs, and it holds the output open.
+                &format!(
+                    "setsid sleep {detached} &\n\
+                     until grep -qs sleep /proc/$!/cmdline; do :; done\n\
+                     echo left a daemon"
+                ),
+            ),
+            ("run-tests.sh", "echo ok"),
+        ],
+    );
+    let outcome = fixture.gate(DEFAULT_TIMEOUT).await;
+    assert!(matches!(outcome, GateOutcome::Passed { .. }), "{outcome:?}");
+    assert_eq!(live_processes_with_argument(&detached), Vec::<u32>::new());
+}
+
+#[tokio::test]
+async fn megabytes_of_output_keep_a_bounded_tail_and_the_whole_log_on_disk() {
+    let fixture = Fixture::new(
+        TESTS_ONLY_README,
+        &[(
+            "run-tests.sh",
+            "yes 'a line of very chatty test output' | head -n 200000\n\
+             echo 'the last line: 1 test failed' >&2\n\
+             exit 1",
+        )],
+    );
+    let GateOutcome::Failed(failure) = fixture.gate(DEFAULT_TIMEOUT).await else {
+        panic!("the gate should fail");
+    };
+    let printed = 200_000 * "a line of very chatty test output\n".len() as u64
+        + "the last line: 1 test failed\n".len() as u64;
+    assert_eq!(failure.output_bytes, printed);
+    assert_eq!(std::fs::metadata(&failure.log).unwrap().len(), printed);
+    assert!(failure.output_tail.len() <= TAIL_BYTES);
+    assert!(
+        failure
+            .output_tail
+            .ends_with("the last line: 1 test failed\n")
+    );
+
+    let comment = build_gate::failure_comment(&failure);
+    assert!(
+        fits_github(&comment),
+        "{} > {GITHUB_BODY_LIMIT}",
+        comment.len()
+    );
+    assert!(comment.contains("the last line: 1 test failed"));
+    assert!(comment.contains("bytes before them"), "{comment}");
+}
+
+#[tokio::test]
+async fn nothing_documented_means_no_commands() {
+    let fixture = Fixture::new("# Fixture\n\nA library. Nothing to build here.\n", &[]);
+    assert_eq!(
+        fixture.gate(DEFAULT_TIMEOUT).await,
+        GateOutcome::NoCommands {
+            searched: vec!["README.md".to_owned()]
+        }
+    );
+}
+
+/// Set by [`the_build_sees_no_credential_the_bot_has`] for the copy of this
+/// test binary it starts: the directory to copy what the build saw into.
+const PROBE: &str = "REVIEW_BOT_BUILD_GATE_ENVIRONMENT_PROBE";
+
+#[test]
+fn the_build_sees_no_credential_the_bot_has() {
+    // This binary again, with credentials in its environment (a test cannot
+    // set its own: `set_var` is unsafe), running only the probe below.
+    let seen = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "environment_probe_started_by_the_credential_test",
+            "--nocapture",
+        ])
+        .env(PROBE, seen.path())
+        .env("GITHUB_TOKEN", "ghp_probe_github_token")
+        .env("REVIEW_BOT_GITHUB_TOKEN", "ghp_probe_review_bot_token")
+        .env("ANTHROPIC_API_KEY", "sk-ant-probe-model-key")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let environment = std::fs::read_to_string(seen.path().join("env.txt"))
+        .expect("the probe ran and copied what the build saw");
+    for secret in [
+        "GITHUB_TOKEN",
+        "ghp_probe",
+        "ANTHROPIC_API_KEY",
+        "sk-ant-probe",
+        PROBE,
+    ] {
+        assert!(!environment.contains(secret), "{secret} in:\n{environment}");
+    }
+    let names: Vec<&str> = environment
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(name, _)| name))
+        .collect();
+    for name in ["PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "CI"] {
+        assert!(names.contains(&name), "{name} missing in:\n{environment}");
+    }
+}
+
+#[tokio::test]
+async fn environment_probe_started_by_the_credential_test() {
+    let Some(copy_to) = std::env::var_os(PROBE) else {
+        return; // Run on its own: nothing to probe.
+    };
+    assert_eq!(
+        std::env::var("GITHUB_TOKEN").unwrap(),
+        "ghp_probe_github_token"
+    );
+    let fixture = Fixture::new(
+        README,
+        &[("build.sh", "env > env.txt"), ("run-tests.sh", "true")],
+    );
+    let outcome = fixture.gate(DEFAULT_TIMEOUT).await;
+    assert!(matches!(outcome, GateOutcome::Passed { .. }), "{outcome:?}");
+    let environment = std::fs::read_to_string(fixture.worktree().join("env.txt")).unwrap();
+    let home = fixture.run.path().join("build/home");
+    assert!(
+        environment.contains(&format!("HOME={}\n", home.display())),
+        "{environment}"
+    );
+    std::fs::write(Path::new(&copy_to).join("env.txt"), environment).unwrap();
+}
