@@ -193,7 +193,9 @@ impl Checkouts {
                 }
                 let _held = self.lock_mirror(&mirror).await?;
                 sanitize_mirror(&mirror)?;
-                self.git.run(&mirror, &["worktree", "prune"], None).await?;
+                if mirror.join("HEAD").is_file() {
+                    self.git.run(&mirror, &["worktree", "prune"], None).await?;
+                }
             }
         }
         if removed > 0 {
@@ -256,6 +258,7 @@ impl Checkouts {
         };
 
         let _held = self.lock_mirror(&mirror).await?;
+        sanitize_mirror(&mirror)?;
         self.ensure_mirror(&mirror).await?;
         sanitize_mirror(&mirror)?;
         // Forget worktrees whose directories are gone (dead jobs, dropped guards).
@@ -430,9 +433,11 @@ impl Worktree {
     pub async fn remove(mut self) -> Result<(), CheckoutError> {
         self.delete_files()?;
         sanitize_mirror(&self.mirror)?;
-        self.git
-            .run(&self.mirror, &["worktree", "prune"], None)
-            .await?;
+        if self.mirror.join("HEAD").is_file() {
+            self.git
+                .run(&self.mirror, &["worktree", "prune"], None)
+                .await?;
+        }
         Ok(())
     }
 
@@ -461,24 +466,94 @@ impl Drop for Worktree {
 
 /// Rewrites what PR code may have planted in a mirror: its config, hooks and attributes.
 fn sanitize_mirror(mirror: &Path) -> Result<(), CheckoutError> {
+    if tampered(mirror) {
+        tracing::warn!(mirror = %mirror.display(), "mirror layout replaced by symlinks (pull request code?); deleting it, the next checkout fetches it again");
+        remove_any(mirror)?;
+        return Ok(());
+    }
     if !mirror.join("HEAD").is_file() {
         return Ok(());
     }
     let config = mirror.join("config");
     let staging = mirror.join("config.review-bot");
-    std::fs::write(&staging, MIRROR_CONFIG).map_err(io("could not write", &staging))?;
+    remove_any(&staging)?;
+    // `create_new` never follows a symlink planted at the staging name.
+    File::options()
+        .write(true)
+        .create_new(true)
+        .open(&staging)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, MIRROR_CONFIG.as_bytes()))
+        .map_err(io("could not write", &staging))?;
     std::fs::rename(&staging, &config).map_err(io("could not replace", &config))?;
-    for planted in [mirror.join("hooks"), mirror.join("info").join("attributes")] {
-        match std::fs::symlink_metadata(&planted) {
-            Ok(metadata) if metadata.is_dir() => {
-                make_writable(&planted);
-                std::fs::remove_dir_all(&planted).map_err(io("could not remove", &planted))?;
-            }
-            Ok(_) => std::fs::remove_file(&planted).map_err(io("could not remove", &planted))?,
-            Err(_) => {}
-        }
+    for planted in [
+        mirror.join("hooks"),
+        mirror.join("info").join("attributes"),
+        mirror.join("info").join("grafts"),
+        mirror.join("objects").join("info").join("alternates"),
+        mirror.join("shallow"),
+    ] {
+        remove_any(&planted)?;
     }
     Ok(())
+}
+
+/// Whether part of a mirror's layout is a symlink. git follows them: a planted
+/// `refs/pull -> /elsewhere` would make the next fetch write refs there.
+fn tampered(mirror: &Path) -> bool {
+    let is_link =
+        |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if is_link(mirror) {
+        return true;
+    }
+    let top = [
+        "HEAD",
+        "packed-refs",
+        "objects",
+        "objects/pack",
+        "objects/info",
+    ];
+    if top.iter().any(|name| is_link(&mirror.join(name))) {
+        return true;
+    }
+    // Loose objects go into `objects/XX/`.
+    if let Ok(entries) = std::fs::read_dir(mirror.join("objects"))
+        && entries
+            .flatten()
+            .any(|entry| entry.file_type().is_ok_and(|kind| kind.is_symlink()))
+    {
+        return true;
+    }
+    // Refs, reflogs and worktree records are written by path: no symlink anywhere below.
+    let mut pending: Vec<PathBuf> = ["refs", "logs", "worktrees", "info"]
+        .iter()
+        .map(|name| mirror.join(name))
+        .collect();
+    while let Some(path) = pending.pop() {
+        let Ok(metadata) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if metadata.file_type().is_symlink() {
+            return true;
+        }
+        if metadata.is_dir()
+            && let Ok(entries) = std::fs::read_dir(&path)
+        {
+            pending.extend(entries.flatten().map(|entry| entry.path()));
+        }
+    }
+    false
+}
+
+/// Removes a file, symlink (not its target) or directory tree; nothing when it is absent.
+fn remove_any(path: &Path) -> Result<(), CheckoutError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_dir() => {
+            make_writable(path);
+            std::fs::remove_dir_all(path).map_err(io("could not remove", path))
+        }
+        Ok(_) => std::fs::remove_file(path).map_err(io("could not remove", path)),
+        Err(_) => Ok(()),
+    }
 }
 
 /// Removes one repository's dead worktrees (directories whose lock is free or missing).

@@ -593,3 +593,48 @@ async fn prune_stale_removes_a_mirror_left_half_initialised() {
     assert!(!half.exists());
     assert!(mirror.join("HEAD").is_file());
 }
+
+#[tokio::test]
+async fn symlinks_planted_in_the_mirror_never_make_git_write_elsewhere() {
+    let fixture = fixture();
+    let worktree = fixture.check_out().await;
+    let common = PathBuf::from(git(
+        worktree.path(),
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    ));
+    // The "PR" points the mirror's pull request refs and a reflog at places of its choosing.
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim.txt");
+    std::fs::write(&victim, "precious\n").unwrap();
+    std::fs::rename(common.join("refs/pull"), outside.path().join("old-pull")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), common.join("refs/pull")).unwrap();
+    std::fs::create_dir_all(common.join("logs/refs/heads")).unwrap();
+    std::os::unix::fs::symlink(&victim, common.join("logs/refs/heads/main")).unwrap();
+    std::os::unix::fs::symlink(&victim, common.join("config.review-bot")).unwrap();
+    worktree.remove().await.unwrap();
+
+    let pushed = fixture
+        .pull
+        .new_commit()
+        .unwrap()
+        .modify("src/lib.rs", "pub fn widget() -> u8 { 5 }\n")
+        .commit()
+        .unwrap();
+    let next = fixture.check_out().await;
+    assert_eq!(next.head_sha(), pushed);
+    assert_eq!(read(&next, "src/lib.rs"), "pub fn widget() -> u8 { 5 }\n");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let mut outside_names: Vec<String> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    outside_names.sort();
+    assert_eq!(outside_names, ["old-pull", "victim.txt"]);
+    assert!(
+        !std::fs::symlink_metadata(common.join("refs/pull"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    next.remove().await.unwrap();
+}
