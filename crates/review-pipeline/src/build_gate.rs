@@ -381,7 +381,13 @@ async fn run_one(
     let timed_out = tokio::time::timeout_at(deadline, contained.leader_exited())
         .await
         .is_err();
-    let status = contained.finish().await?;
+    let status = match contained.finish().await {
+        Ok(status) => status,
+        Err(error) => {
+            copier.abort();
+            return Err(error.into());
+        }
+    };
     let drained = match tokio::time::timeout(DRAIN_LIMIT, &mut copier).await {
         Ok(Ok(result)) => result,
         Ok(Err(join_error)) => Err(std::io::Error::other(join_error)),

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use review_core::payload::{GITHUB_BODY_LIMIT, fits_github};
 use review_pipeline::build_gate::{
-    self, BuildGateSettings, CommandEnd, DEFAULT_TIMEOUT, GateOutcome, TAIL_BYTES,
+    self, BuildGateError, BuildGateSettings, CommandEnd, DEFAULT_TIMEOUT, GateOutcome, TAIL_BYTES,
 };
+use review_sandbox::{Containment, SandboxError};
 use review_testkit::processes::{live_processes_with_argument, marker};
 use tempfile::TempDir;
 
@@ -249,6 +250,47 @@ async fn nothing_documented_means_no_commands() {
         GateOutcome::NoCommands {
             searched: vec!["README.md".to_owned()]
         }
+    );
+}
+
+#[tokio::test]
+async fn a_readme_that_is_a_symbolic_link_is_not_read() {
+    // The link could point at any file of the bot's machine; this one at a
+    // README that documents commands, to show the link is what is refused.
+    let elsewhere = Fixture::new(README, &[("build.sh", "true"), ("run-tests.sh", "true")]);
+    let fixture = Fixture::new("placeholder", &[]);
+    std::fs::remove_file(fixture.worktree().join("README.md")).unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.worktree().join("README.md"),
+        fixture.worktree().join("README.md"),
+    )
+    .unwrap();
+    assert_eq!(
+        fixture.gate(DEFAULT_TIMEOUT).await,
+        GateOutcome::NoCommands { searched: vec![] }
+    );
+}
+
+#[tokio::test]
+async fn a_missing_bubblewrap_is_the_bots_error_not_a_build_failure() {
+    let fixture = Fixture::new(README, &[("build.sh", "true"), ("run-tests.sh", "true")]);
+    let settings =
+        BuildGateSettings::new(DEFAULT_TIMEOUT).with_containment(Containment::PidNamespace {
+            bwrap: "/nonexistent/bwrap".into(),
+        });
+    let error = build_gate::run_gate(&settings, fixture.worktree(), fixture.run.path(), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            BuildGateError::Sandbox(SandboxError::Containment { .. })
+        ),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("apt-get install bubblewrap"),
+        "{error}"
     );
 }
 
