@@ -44,14 +44,9 @@ pub enum CheckoutError {
         #[source]
         source: std::io::Error,
     },
-    #[error(
-        "could not start git ({program}): {source}; install git in /usr/local/bin, /usr/bin or /bin, or give the checkout its full path"
-    )]
-    Spawn {
-        program: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// git could not be started or contained (the message says what to install or allow).
+    #[error("could not run git: {0}")]
+    Sandbox(#[from] review_sandbox::SandboxError),
     #[error(
         "`{command}` failed ({status}): {stderr}; if it says 401, 403 or 'Authentication failed', check that the GitHub token can read the repository; otherwise retry, and check the network and the remote"
     )]
@@ -91,6 +86,8 @@ pub struct CheckoutSettings {
     pub git_program: PathBuf,
     /// The limit for each git command.
     pub git_timeout: Duration,
+    /// How git's processes are contained (bubblewrap's PID namespace by default).
+    pub containment: review_sandbox::Containment,
 }
 
 impl CheckoutSettings {
@@ -100,6 +97,7 @@ impl CheckoutSettings {
             work_dir: work_dir.into(),
             git_program: PathBuf::from("git"),
             git_timeout: DEFAULT_GIT_TIMEOUT,
+            containment: review_sandbox::Containment::default(),
         }
     }
 }
@@ -149,6 +147,7 @@ impl Checkouts {
             program: settings.git_program.clone(),
             home,
             timeout: settings.git_timeout,
+            containment: settings.containment.clone(),
         };
         Ok(Self {
             settings,

@@ -15,8 +15,9 @@
 //!   `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_0`/`GIT_CONFIG_VALUE_0` (`http.extraHeader`): not on
 //!   the command line (`/proc/PID/cmdline` is world-readable), not in a file, not in any
 //!   later command's environment;
-//! - a timeout, after which the whole process group (git and its `git-remote-http`) is
-//!   killed; a dropped future kills it too;
+//! - it runs contained (`review-sandbox`: a process group, and a PID namespace by default); at
+//!   its timeout, or when the future is dropped, every process it started (git and its
+//!   `git-remote-http`) is killed, and the call returns only once they are gone;
 //! - errors name the command (no credential is ever on it) and the tail of its stderr, with
 //!   the token and its Basic form redacted should git ever echo them.
 
@@ -27,11 +28,9 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use base64::Engine as _;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use review_sandbox::{Contained, Containment};
 use secrecy::{ExposeSecret as _, SecretString};
 use tokio::io::{AsyncRead, AsyncReadExt as _};
-use tokio::process::Command;
 
 use crate::checkout::CheckoutError;
 
@@ -114,6 +113,9 @@ pub struct Git {
     pub home: PathBuf,
     /// Each command's limit; past it the process group is killed.
     pub timeout: Duration,
+    /// How git's processes are held together and killed (`review-sandbox`): a PID namespace
+    /// by default, so no `git-remote-http` outlives its command.
+    pub containment: Containment,
 }
 
 /// What a successful command printed.
@@ -131,7 +133,7 @@ impl Git {
         credential: Option<&GitCredential>,
     ) -> Result<GitOutput, CheckoutError> {
         let shown = describe(args);
-        let mut command = Command::new(&self.program);
+        let mut command = self.containment.command(&self.program);
         command
             .current_dir(dir)
             .env_clear()
@@ -159,42 +161,40 @@ impl Git {
             .args(&command_line)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
 
-        let mut child = command.spawn().map_err(|source| CheckoutError::Spawn {
-            program: self.program.clone(),
-            source,
-        })?;
-        let pid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw);
-        // Declared after `child`, so it is dropped first: a cancelled future kills the group
-        // while the leader is still unreaped (its pid cannot have been reused).
-        let mut group = GroupGuard { pid };
+        // A contained run: its process group (and PID namespace) is killed and waited for
+        // until empty when it finishes, times out, or this future is dropped.
+        let mut run = Contained::spawn(&self.containment, &self.program, &mut command)?;
         let timeout = self.timeout;
-        let stdout = tokio::spawn(read_bounded(child.stdout.take(), STDOUT_LIMIT, false));
-        let stderr = tokio::spawn(read_bounded(child.stderr.take(), STDERR_TAIL, true));
-
-        let Ok(waited) = tokio::time::timeout(timeout, child.wait()).await else {
-            group.kill();
-            let _ = child.wait().await;
-            group.pid = None;
+        let stdout = tokio::spawn(read_bounded(
+            run.child_mut().stdout.take(),
+            STDOUT_LIMIT,
+            false,
+        ));
+        let stderr = tokio::spawn(read_bounded(
+            run.child_mut().stderr.take(),
+            STDERR_TAIL,
+            true,
+        ));
+        let timed_out = tokio::time::timeout(timeout, run.leader_exited())
+            .await
+            .is_err();
+        let exit = run.finish().await?;
+        if timed_out {
             return Err(CheckoutError::Timeout {
                 command: shown,
                 timeout,
             });
-        };
-        let exit = waited.map_err(|source| CheckoutError::Spawn {
-            program: self.program.clone(),
-            source,
-        })?;
-        // The leader is reaped: never signal its group id again.
-        group.pid = None;
+        }
         let stdout = drain(stdout).await;
         let stderr = drain(stderr).await;
+        if let Some(error) = self
+            .containment
+            .failure(&self.program, &String::from_utf8_lossy(&stderr))
+        {
+            return Err(error.into());
+        }
         if exit.success() {
             return Ok(GitOutput {
                 stdout: String::from_utf8_lossy(&stdout).into_owned(),
@@ -210,26 +210,6 @@ impl Git {
             status: describe_status(exit),
             stderr,
         })
-    }
-}
-
-/// Kills a process group on drop unless disarmed (`pid = None`).
-struct GroupGuard {
-    pid: Option<Pid>,
-}
-
-impl GroupGuard {
-    fn kill(&self) {
-        if let Some(pid) = self.pid {
-            // ESRCH (already gone) is fine.
-            let _ = killpg(pid, Signal::SIGKILL);
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

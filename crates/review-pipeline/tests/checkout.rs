@@ -69,6 +69,19 @@ impl Fixture {
         }
     }
 
+    /// The author pushes a commit making `widget()` return `value`; returns its SHA.
+    fn push_widget(&self, value: u8) -> String {
+        self.pull
+            .new_commit()
+            .unwrap()
+            .modify(
+                "src/lib.rs",
+                &format!("pub fn widget() -> u8 {{ {value} }}\n"),
+            )
+            .commit()
+            .unwrap()
+    }
+
     /// Checks the pull request's head out with the right token.
     async fn check_out(&self) -> Worktree {
         self.checkouts.checkout(&self.request()).await.unwrap()
@@ -168,13 +181,7 @@ async fn second_checkout_fetches_only_what_is_new() {
     std::fs::write(mirror.join("description"), "same mirror\n").unwrap();
     let objects_before = git(&mirror, &["count-objects", "-v"]);
 
-    let pushed = fixture
-        .pull
-        .new_commit()
-        .unwrap()
-        .modify("src/lib.rs", "pub fn widget() -> u8 { 3 }\n")
-        .commit()
-        .unwrap();
+    let pushed = fixture.push_widget(3);
     fixture.sim.clear_requests();
     let second = fixture.check_out().await;
     assert_eq!(second.head_sha(), pushed);
@@ -493,13 +500,7 @@ async fn hooks_and_config_planted_by_pull_request_code_never_run() {
     std::fs::remove_file(marker("fsmonitor")).unwrap();
 
     // The next job in this mirror: fetch, worktree add (checks files out), removal.
-    let pushed = fixture
-        .pull
-        .new_commit()
-        .unwrap()
-        .modify("src/lib.rs", "pub fn widget() -> u8 { 4 }\n")
-        .commit()
-        .unwrap();
+    let pushed = fixture.push_widget(4);
     let next = fixture.check_out().await;
     assert_eq!(next.head_sha(), pushed);
     assert_eq!(read(&next, "src/lib.rs"), "pub fn widget() -> u8 { 4 }\n");
@@ -613,13 +614,7 @@ async fn symlinks_planted_in_the_mirror_never_make_git_write_elsewhere() {
     std::os::unix::fs::symlink(&victim, common.join("config.review-bot")).unwrap();
     worktree.remove().await.unwrap();
 
-    let pushed = fixture
-        .pull
-        .new_commit()
-        .unwrap()
-        .modify("src/lib.rs", "pub fn widget() -> u8 { 5 }\n")
-        .commit()
-        .unwrap();
+    let pushed = fixture.push_widget(5);
     let next = fixture.check_out().await;
     assert_eq!(next.head_sha(), pushed);
     assert_eq!(read(&next, "src/lib.rs"), "pub fn widget() -> u8 { 5 }\n");
