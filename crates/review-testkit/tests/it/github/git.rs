@@ -123,6 +123,28 @@ fn a_private_repository_needs_a_token_to_clone() {
     );
 }
 
+#[test]
+fn refs_pull_head_follows_the_pull_request_as_on_github() {
+    let fixture = super::fixture();
+    let url = fixture.repo.clone_url();
+    let work = tempfile::tempdir().unwrap();
+    let listed = |work: &std::path::Path| {
+        git(work, &["ls-remote", &url, "refs/pull/1/head"])
+            .split_whitespace()
+            .next()
+            .map(str::to_owned)
+    };
+    assert_eq!(listed(work.path()), Some(fixture.pull.head_sha().unwrap()));
+    let pushed = fixture
+        .pull
+        .new_commit()
+        .unwrap()
+        .add("src/more.rs", "pub fn more() {}\n")
+        .commit()
+        .unwrap();
+    assert_eq!(listed(work.path()), Some(pushed));
+}
+
 fn base64_of(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text)
