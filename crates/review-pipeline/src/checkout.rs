@@ -65,6 +65,10 @@ pub enum CheckoutError {
         "{base_ref:?} is not a branch name; pass the pull request's base branch as GitHub shows it"
     )]
     BadBaseRef { base_ref: String },
+    #[error(
+        "the clone URL must be https:// (or http://) with no user or password in it; pass the token as the request's credential"
+    )]
+    BadUrl,
     #[error("{sha:?} is not a full commit SHA; pass the pull request's head SHA (40 hex digits)")]
     BadSha { sha: String },
     #[error(
@@ -206,23 +210,7 @@ impl Checkouts {
     /// Fetches the pull request into its repository's mirror (creating the mirror on first
     /// use) and adds a worktree detached at `head_sha`.
     pub async fn checkout(&self, request: &CheckoutRequest) -> Result<Worktree, CheckoutError> {
-        let (owner, name) = split_repository(&request.repository)?;
-        if request.head_sha.len() != 40 || !request.head_sha.bytes().all(|b| b.is_ascii_hexdigit())
-        {
-            return Err(CheckoutError::BadSha {
-                sha: request.head_sha.clone(),
-            });
-        }
-        let base = &request.base_ref;
-        if base.is_empty()
-            || base.starts_with(['-', '/'])
-            || base.contains([':', '*', '?', '[', '\\', '^', '~', ' '])
-            || base.chars().any(char::is_control)
-        {
-            return Err(CheckoutError::BadBaseRef {
-                base_ref: base.clone(),
-            });
-        }
+        let (owner, name) = validate(request)?;
         let mirror = self.mirror_path(&request.repository)?;
         let parent = self
             .settings
@@ -633,6 +621,42 @@ fn restrict(dir: &Path) -> Result<(), CheckoutError> {
         .map_err(io("could not restrict", dir))
 }
 
+/// Checks what goes onto git's command line and into paths before anything runs.
+fn validate(request: &CheckoutRequest) -> Result<(&str, &str), CheckoutError> {
+    let names = split_repository(&request.repository)?;
+    if request.head_sha.len() != 40 || !request.head_sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(CheckoutError::BadSha {
+            sha: request.head_sha.clone(),
+        });
+    }
+    let base = &request.base_ref;
+    if base.is_empty()
+        || base.starts_with(['-', '/'])
+        || base.contains([':', '*', '?', '[', '\\', '^', '~', ' '])
+        || base.chars().any(char::is_control)
+    {
+        return Err(CheckoutError::BadBaseRef {
+            base_ref: base.clone(),
+        });
+    }
+    if !url_is_plain(&request.clone_url) {
+        return Err(CheckoutError::BadUrl);
+    }
+    Ok(names)
+}
+
+/// An `http(s)://` URL without userinfo: errors show the URL, so it must hold no secret.
+fn url_is_plain(url: &str) -> bool {
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    !authority.is_empty() && !authority.contains('@') && !url.chars().any(char::is_whitespace)
+}
+
 fn split_repository(repository: &str) -> Result<(&str, &str), CheckoutError> {
     let bad = || CheckoutError::BadRepository {
         repository: repository.to_owned(),
@@ -664,6 +688,22 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Check
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clone_urls_carry_no_credential() {
+        assert!(url_is_plain("https://github.com/acme/widgets.git"));
+        assert!(url_is_plain("http://127.0.0.1:8080/acme/widgets.git"));
+        for bad in [
+            "https://x-access-token:ghp_secret@github.com/acme/widgets.git",
+            "https://user@github.com/acme/widgets.git",
+            "file:///tmp/repo",
+            "ext::sh -c touch% /tmp/pwned",
+            "git@github.com:acme/widgets.git",
+            "https:///path",
+        ] {
+            assert!(!url_is_plain(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn repository_names_cannot_leave_the_work_directory() {
