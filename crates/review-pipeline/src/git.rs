@@ -106,7 +106,7 @@ impl fmt::Debug for GitCredential {
 /// How to start git: the program, its private home and the per-command timeout.
 #[derive(Debug, Clone)]
 pub struct Git {
-    /// The git executable (a name looked up in [`SAFE_PATH`], or a path).
+    /// The git executable (a name looked up in `/usr/local/bin:/usr/bin:/bin`, or a path).
     pub program: PathBuf,
     /// `HOME` for git: a directory of the bot's that holds nothing, so no `~/.gitconfig`,
     /// `~/.git-credentials` or `~/.config/git` of the service user is read.
