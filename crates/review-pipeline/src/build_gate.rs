@@ -30,7 +30,7 @@
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+use std::os::unix::fs::DirBuilderExt as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -336,7 +336,7 @@ async fn run_one(
     command_line: &str,
     deadline: Instant,
 ) -> Result<Ran, BuildGateError> {
-    let log_file = create_private_file(paths.log).await?;
+    let log_file = create_private_file(paths.log)?;
     let (reader, writer) = std::io::pipe().map_err(|source| BuildGateError::File {
         action: "make a pipe for the output of",
         path: paths.log.to_owned(),
@@ -490,26 +490,16 @@ fn create_private_directory(path: &Path) -> Result<(), BuildGateError> {
         })
 }
 
-/// Create (or truncate) a log only the bot's user can read: builds print
-/// whatever they like.
-async fn create_private_file(path: &Path) -> Result<tokio::fs::File, BuildGateError> {
-    let error = |source| BuildGateError::File {
-        action: "create the build log",
-        path: path.to_owned(),
-        source,
-    };
-    let file = tokio::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .await
-        .map_err(error)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))
-        .await
-        .map_err(error)?;
-    Ok(file)
+/// Create (or truncate) the build log, readable by the bot's user only:
+/// builds print whatever they like.
+fn create_private_file(path: &Path) -> Result<tokio::fs::File, BuildGateError> {
+    review_sandbox::create_private_file(path)
+        .map(tokio::fs::File::from_std)
+        .map_err(|source| BuildGateError::File {
+            action: "create the build log",
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// The pull request comment for a failed gate, without its footer (add

@@ -47,6 +47,22 @@ use nix::unistd::Pid;
 
 pub use processes::{Survivor, describe};
 
+/// Create (or truncate) a file only the bot's user can read, for what a
+/// contained run printed (transcripts, logs, the prompt): hostile code
+/// prints whatever it likes. An existing file keeps its mode through `open`,
+/// so the mode is set again.
+pub fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
+}
+
 /// How long a run's killed processes get to disappear before
 /// [`Contained::finish`] names the survivors. Dying takes milliseconds; only
 /// a process stuck in uninterruptible I/O takes longer.

@@ -121,6 +121,23 @@ pub(crate) fn survivors(group: u32, namespace: Option<PidNamespace>) -> Vec<Surv
     found
 }
 
+/// One look for the waits below: `Some` once the wait is over — nothing
+/// left, or `deadline` passed with survivors.
+fn settled(
+    group: u32,
+    namespace: Option<PidNamespace>,
+    deadline: Instant,
+) -> Option<Result<(), Vec<Survivor>>> {
+    let left = survivors(group, namespace);
+    if left.is_empty() {
+        Some(Ok(()))
+    } else if Instant::now() >= deadline {
+        Some(Err(left))
+    } else {
+        None
+    }
+}
+
 /// Wait until no member of `group` or `namespace` is alive, for at most
 /// `bound`; the survivors when it passes.
 pub(crate) async fn wait_until_gone(
@@ -130,12 +147,8 @@ pub(crate) async fn wait_until_gone(
 ) -> Result<(), Vec<Survivor>> {
     let deadline = Instant::now() + bound;
     loop {
-        let left = survivors(group, namespace);
-        if left.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(left);
+        if let Some(settled) = settled(group, namespace, deadline) {
+            return settled;
         }
         tokio::time::sleep(POLL_INTERVAL).await;
     }
@@ -150,12 +163,8 @@ pub(crate) fn wait_until_gone_blocking(
 ) -> Result<(), Vec<Survivor>> {
     let deadline = Instant::now() + bound;
     loop {
-        let left = survivors(group, namespace);
-        if left.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(left);
+        if let Some(settled) = settled(group, namespace, deadline) {
+            return settled;
         }
         std::thread::sleep(POLL_INTERVAL);
     }

@@ -67,7 +67,6 @@ mod output;
 mod settings;
 
 use std::ffi::OsString;
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -209,9 +208,8 @@ impl ClaudeCode {
             .stdout
             .take()
             .expect("stdout is piped");
-        let transcript = create_private_file(&run.transcript_path)
-            .await
-            .map_err(|source| AgentError::File {
+        let transcript =
+            create_private_file(&run.transcript_path).map_err(|source| AgentError::File {
                 action: "create the transcript",
                 path: run.transcript_path.clone(),
                 source,
@@ -398,33 +396,16 @@ struct Prepared {
     environment: ClaudeEnvironment,
 }
 
-/// Create (or truncate) a file only review-bot's user can read: transcripts
-/// and logs hold what the agent printed.
-async fn create_private_file(path: &Path) -> std::io::Result<tokio::fs::File> {
-    let file = tokio::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .await?;
-    // An existing file keeps its mode through `open`: set it.
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))
-        .await?;
-    Ok(file)
+/// Create (or truncate) a private file (see [`review_sandbox::create_private_file`])
+/// for async writing.
+fn create_private_file(path: &Path) -> std::io::Result<tokio::fs::File> {
+    review_sandbox::create_private_file(path).map(tokio::fs::File::from_std)
 }
 
-/// Write a file only review-bot's user can read.
+/// Write a private file (see [`review_sandbox::create_private_file`]).
 fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    file.write_all(contents)
+    review_sandbox::create_private_file(path)?.write_all(contents)
 }
 
 /// Turn what the CLI printed into the run's result.
@@ -668,7 +649,7 @@ impl Tail {
 
 /// Copy a stream to `path` (best effort) and keep its tail.
 async fn copy_with_tail(mut stream: impl AsyncRead + Unpin, path: PathBuf, tail: Arc<Mutex<Tail>>) {
-    let mut file = match create_private_file(&path).await {
+    let mut file = match create_private_file(&path) {
         Ok(file) => Some(file),
         Err(error) => {
             tracing::warn!(path = %path.display(), %error, "could not save Claude Code's stderr");

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use review_agent::AgentError;
-use review_agent::claude::{ClaudeCode, ClaudeCodeRun, ClaudeCodeSettings, ProcessContainment};
+use review_agent::claude::{
+    AgentRun, ClaudeCode, ClaudeCodeRun, ClaudeCodeSettings, ProcessContainment,
+};
 use review_testkit::model::{Script, Turn};
 use serde_json::json;
 
@@ -22,6 +24,22 @@ fn script(directory: &Path, name: &str, body: &str) -> std::path::PathBuf {
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
+}
+
+/// Run `settings` once with the prompt "x" in `directory`, its scratch files
+/// in `directory/run_name`.
+async fn run_fake(
+    directory: &Path,
+    run_name: &str,
+    settings: ClaudeCodeSettings,
+) -> Result<AgentRun, AgentError> {
+    ClaudeCode::new(settings)
+        .run(&ClaudeCodeRun::new(
+            "x",
+            directory,
+            directory.join(run_name),
+        ))
+        .await
 }
 
 #[tokio::test]
@@ -152,17 +170,13 @@ async fn a_timeout_kills_every_process_of_the_run_even_in_a_session_of_its_own()
             started.display()
         ),
     );
-    let claude =
-        ClaudeCode::new(ClaudeCodeSettings::new(&fake, "m").with_timeout(Duration::from_secs(3)));
-
-    let error = claude
-        .run(&ClaudeCodeRun::new(
-            "x",
-            directory.path(),
-            directory.path().join("run"),
-        ))
-        .await
-        .unwrap_err();
+    let error = run_fake(
+        directory.path(),
+        "run",
+        ClaudeCodeSettings::new(&fake, "m").with_timeout(Duration::from_secs(3)),
+    )
+    .await
+    .unwrap_err();
 
     assert!(matches!(error, AgentError::TimedOut { .. }), "{error:?}");
     assert!(started.exists(), "both children were started");
@@ -187,12 +201,7 @@ async fn a_cli_that_exits_leaving_a_detached_child_leaves_nothing_behind() {
         ),
     );
 
-    let run = ClaudeCode::new(ClaudeCodeSettings::new(&fake, "m"))
-        .run(&ClaudeCodeRun::new(
-            "x",
-            directory.path(),
-            directory.path().join("run"),
-        ))
+    let run = run_fake(directory.path(), "run", ClaudeCodeSettings::new(&fake, "m"))
         .await
         .unwrap();
 
@@ -208,16 +217,13 @@ async fn without_bubblewrap_the_run_is_refused_with_what_to_do() {
         "fake-claude",
         &format!("echo '{RESULT_LINE}'"),
     );
-    let error = ClaudeCode::new(ClaudeCodeSettings::new(&fake, "m").with_containment(
-        ProcessContainment::PidNamespace {
-            bwrap: "/nonexistent/bwrap".into(),
-        },
-    ))
-    .run(&ClaudeCodeRun::new(
-        "x",
+    let error = run_fake(
         directory.path(),
-        directory.path().join("run"),
-    ))
+        "run",
+        ClaudeCodeSettings::new(&fake, "m").with_containment(ProcessContainment::PidNamespace {
+            bwrap: "/nonexistent/bwrap".into(),
+        }),
+    )
     .await
     .unwrap_err();
     assert!(matches!(error, AgentError::Containment { .. }), "{error:?}");
@@ -226,14 +232,11 @@ async fn without_bubblewrap_the_run_is_refused_with_what_to_do() {
     assert!(message.contains("/nonexistent/bwrap"), "{message}");
 
     // The weaker containment, chosen explicitly, still runs.
-    let run = ClaudeCode::new(
+    let run = run_fake(
+        directory.path(),
+        "run2",
         ClaudeCodeSettings::new(&fake, "m").with_containment(ProcessContainment::ProcessGroupOnly),
     )
-    .run(&ClaudeCodeRun::new(
-        "x",
-        directory.path(),
-        directory.path().join("run2"),
-    ))
     .await
     .unwrap();
     assert!(run.is_success(), "{run:?}");
@@ -298,14 +301,7 @@ async fn output_without_a_result_is_a_clear_error_with_the_stderr_tail() {
         "fake-claude",
         "echo 'not json at all'\necho '{\"type\":\"assistant\"}'\necho 'something broke' >&2\nexit 3",
     );
-    let claude = ClaudeCode::new(ClaudeCodeSettings::new(&fake, "m"));
-
-    let error = claude
-        .run(&ClaudeCodeRun::new(
-            "x",
-            directory.path(),
-            directory.path().join("run"),
-        ))
+    let error = run_fake(directory.path(), "run", ClaudeCodeSettings::new(&fake, "m"))
         .await
         .unwrap_err();
 
@@ -322,14 +318,13 @@ async fn output_without_a_result_is_a_clear_error_with_the_stderr_tail() {
         other => panic!("expected NoResult, got {other:?}"),
     }
     let empty = script(directory.path(), "silent-claude", "exit 0");
-    let error = ClaudeCode::new(ClaudeCodeSettings::new(&empty, "m"))
-        .run(&ClaudeCodeRun::new(
-            "x",
-            directory.path(),
-            directory.path().join("run2"),
-        ))
-        .await
-        .unwrap_err();
+    let error = run_fake(
+        directory.path(),
+        "run2",
+        ClaudeCodeSettings::new(&empty, "m"),
+    )
+    .await
+    .unwrap_err();
     assert!(
         error.to_string().contains("without a result message"),
         "{error}"
@@ -344,12 +339,7 @@ async fn a_malformed_result_is_reported_as_such() {
         "fake-claude",
         "echo '{\"type\":\"result\",\"subtype\":42}'",
     );
-    let error = ClaudeCode::new(ClaudeCodeSettings::new(&fake, "m"))
-        .run(&ClaudeCodeRun::new(
-            "x",
-            directory.path(),
-            directory.path().join("run"),
-        ))
+    let error = run_fake(directory.path(), "run", ClaudeCodeSettings::new(&fake, "m"))
         .await
         .unwrap_err();
     assert!(
@@ -361,14 +351,13 @@ async fn a_malformed_result_is_reported_as_such() {
 #[tokio::test]
 async fn a_missing_executable_says_how_to_install_claude_code() {
     let directory = tempfile::tempdir().unwrap();
-    let error = ClaudeCode::new(ClaudeCodeSettings::new("/nonexistent/claude", "m"))
-        .run(&ClaudeCodeRun::new(
-            "x",
-            directory.path(),
-            directory.path().join("run"),
-        ))
-        .await
-        .unwrap_err();
+    let error = run_fake(
+        directory.path(),
+        "run",
+        ClaudeCodeSettings::new("/nonexistent/claude", "m"),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(error, AgentError::Spawn { .. }), "{error:?}");
     assert!(error.to_string().contains("npm install"), "{error}");
 }
