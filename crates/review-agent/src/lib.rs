@@ -6,8 +6,11 @@
 //!
 //! - [`claude`]: run Claude Code headless against a checkout, with our MCP
 //!   server, and read its result ([`claude::ClaudeCode`]).
+//! - [`prompts`]: the shipped prompts and review guides, overridable from a
+//!   directory, layered into each run's system prompt ([`prompts::Prompts`]).
 
 pub mod claude;
 mod error;
+pub mod prompts;
 
 pub use error::AgentError;

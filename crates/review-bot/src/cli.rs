@@ -54,9 +54,18 @@ pub enum Command {
     /// comment threads, `present_review`).
     Mcp(commands::mcp::McpArgs),
 
+    /// Serve the review panel: a local page showing the review the agent
+    /// presents (`present_review`), live, with clickable file references.
+    Panel(commands::panel::PanelArgs),
+
     /// Import the seed's reply-tracking file into the store, or export the store's replies.
     #[command(subcommand)]
     Replies(commands::replies::RepliesCommand),
+
+    /// Review one pull request now, exactly as the daemon would: check out,
+    /// build and test, two agent passes, then one review, the replies and the
+    /// label (`--dry-run` prints the review instead of posting it).
+    Review(commands::review::ReviewArgs),
 
     /// Show the effective configuration and where each value came from, and
     /// check the Claude Code CLI, bubblewrap, GitHub, git, the store and the

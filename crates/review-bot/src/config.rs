@@ -93,6 +93,10 @@ pub const KEYS: &[Key] = &[
     ),
     key("github.app_installation_id", "a numeric installation id"),
     key("github.write_spacing_ms", "a whole number of milliseconds"),
+    text(
+        "github.bot_login",
+        "the login the token posts as, such as \"octo-reviewer\"",
+    ),
     text("agent.claude_path", "a path, or a name looked up in PATH"),
     text("agent.model", "a model name or alias (a string)"),
     key("agent.max_turns", "a whole number"),
@@ -115,13 +119,22 @@ pub const KEYS: &[Key] = &[
     ),
     text("agent.bwrap_path", "a path, or a name looked up in PATH"),
     key("agent.mcp_tool_timeout_secs", "a whole number of seconds"),
+    text(
+        "agent.prompts_dir",
+        "a directory of prompt files (base.md, …, guides/*.md)",
+    ),
     secret(
         "store.database_url",
         "\"sqlite://PATH\" or \"postgres://USER:PASSWORD@HOST/DATABASE\"",
     ),
     key("review.build_timeout_secs", "a whole number of seconds"),
+    key("review.max_cycles", "a whole number of review cycles"),
+    key("ci.timeout_secs", "a whole number of seconds"),
     text("git.author_name", "a name (a string)"),
     text("git.author_email", "an email address (a string)"),
+    key("git.timeout_secs", "a whole number of seconds"),
+    key("sandbox.mode", "one of \"required\", \"off\""),
+    key("sandbox.build_network", "true or false"),
 ];
 
 impl Key {
@@ -159,8 +172,12 @@ pub struct Config {
     pub store: StoreConfig,
     /// The review flow.
     pub review: ReviewConfig,
+    /// The CI check.
+    pub ci: CiConfig,
     /// The bot's own commits.
     pub git: GitConfig,
+    /// How code from pull requests is confined.
+    pub sandbox: SandboxConfig,
 }
 
 /// `[github]`: where GitHub is and which credential to use (a personal access
@@ -193,6 +210,9 @@ pub struct GithubConfig {
     pub app_installation_id: Option<u64>,
     /// Minimum time between two writes (GitHub's advice: 1 s).
     pub write_spacing_ms: u64,
+    /// The login the bot posts as (a GitHub App's is read from its installation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bot_login: Option<String>,
 }
 
 impl Default for GithubConfig {
@@ -205,6 +225,7 @@ impl Default for GithubConfig {
             app_private_key_file: None,
             app_installation_id: None,
             write_spacing_ms: 1_000,
+            bot_login: None,
         }
     }
 }
@@ -266,6 +287,9 @@ pub struct AgentConfig {
     pub bwrap_path: PathBuf,
     /// How long one MCP tool call may take.
     pub mcp_tool_timeout_secs: u64,
+    /// Prompt and guide files replacing the shipped ones; `None`: the shipped ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts_dir: Option<PathBuf>,
 }
 
 /// The defaults, taken from review-agent so the two cannot drift.
@@ -297,6 +321,7 @@ impl Default for AgentConfig {
             containment: ContainmentSetting::default(),
             bwrap_path,
             mcp_tool_timeout_secs: DEFAULT_MCP_TOOL_TIMEOUT_SECS,
+            prompts_dir: None,
         }
     }
 }
@@ -316,12 +341,32 @@ pub struct StoreConfig {
 pub struct ReviewConfig {
     /// Limit for the build and test gate.
     pub build_timeout_secs: u64,
+    /// Reviews a pull request may get before the write flow hands it to a human.
+    pub max_cycles: u32,
 }
 
 impl Default for ReviewConfig {
     fn default() -> Self {
         Self {
             build_timeout_secs: 1_200,
+            max_cycles: 5,
+        }
+    }
+}
+
+/// `[ci]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CiConfig {
+    /// How long CI may stay pending, from the head commit's date, before it
+    /// counts as failed.
+    pub timeout_secs: u64,
+}
+
+impl Default for CiConfig {
+    fn default() -> Self {
+        Self {
+            timeout_secs: 3_600,
         }
     }
 }
@@ -334,6 +379,8 @@ pub struct GitConfig {
     pub author_name: String,
     /// `user.email` of the bot's commits.
     pub author_email: String,
+    /// Limit for each git command (fetch, worktree, push).
+    pub timeout_secs: u64,
 }
 
 impl Default for GitConfig {
@@ -341,6 +388,40 @@ impl Default for GitConfig {
         Self {
             author_name: "review-bot".to_owned(),
             author_email: "review-bot@users.noreply.github.com".to_owned(),
+            timeout_secs: review_pipeline::checkout::DEFAULT_GIT_TIMEOUT.as_secs(),
+        }
+    }
+}
+
+/// `sandbox.mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Builds and agents run confined to their job's files (bubblewrap);
+    /// where that cannot start, nothing runs.
+    #[default]
+    Required,
+    /// No filesystem confinement (PID namespace only): for trusted
+    /// repositories on hosts without user namespaces.
+    Off,
+}
+
+/// `[sandbox]`: what code from a pull request (its build and tests, the
+/// agent and what it runs) can reach.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// Whether confinement is required.
+    pub mode: SandboxMode,
+    /// Whether builds and tests may use the network (to fetch dependencies).
+    pub build_network: bool,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            mode: SandboxMode::Required,
+            build_network: true,
         }
     }
 }
@@ -365,6 +446,66 @@ impl Config {
              in the configuration file or REVIEW_BOT_WORK_DIR",
         )?;
         Ok(cache.join("review-bot"))
+    }
+
+    /// The confinement of the build and test gate, per `[sandbox]`; the gate
+    /// adds the job's worktree and build directory itself.
+    pub fn build_confinement(&self) -> Option<review_sandbox::Confinement> {
+        (self.sandbox.mode == SandboxMode::Required).then(|| {
+            self.hide_own_files(
+                review_sandbox::Confinement::new()
+                    .with_readable_paths(review_sandbox::toolchain_directories())
+                    .with_network(self.sandbox.build_network),
+            )
+        })
+    }
+
+    /// The confinement of the agent (the CLI, its tools, our MCP server), per
+    /// `[sandbox]`; the runner adds the job's paths and the executables. The
+    /// agent keeps the network: it reaches the model's API over it. Refuses
+    /// `mode = "required"` with process-group containment, which cannot
+    /// confine anything.
+    pub fn agent_confinement(
+        &self,
+        claude_executable: &Path,
+    ) -> anyhow::Result<Option<review_sandbox::Confinement>> {
+        if self.sandbox.mode == SandboxMode::Off {
+            return Ok(None);
+        }
+        if self.agent.containment == ContainmentSetting::ProcessGroup {
+            anyhow::bail!(
+                "sandbox.mode = \"required\" needs agent.containment = \"bubblewrap\": a process \
+                 group cannot keep pull-request code away from the bot's files. Install \
+                 bubblewrap (apt-get install bubblewrap) and use it, or set sandbox.mode = \"off\" \
+                 (REVIEW_BOT_SANDBOX_MODE=off) for trusted repositories only"
+            );
+        }
+        let mut confinement = review_sandbox::Confinement::new()
+            .with_readable_paths(review_sandbox::toolchain_directories());
+        if let Some(install) = install_directory(claude_executable) {
+            confinement = confinement.with_readable(install);
+        }
+        if let Some(config_dir) = &self.agent.config_dir {
+            confinement = confinement.with_writable(config_dir.clone());
+        }
+        Ok(Some(self.hide_own_files(confinement)))
+    }
+
+    /// Masks the bot's store and work directory's shared parts should a
+    /// readable path cover them.
+    fn hide_own_files(
+        &self,
+        mut confinement: review_sandbox::Confinement,
+    ) -> review_sandbox::Confinement {
+        if let Ok(url) = self.database_url()
+            && let Some(path) = url.strip_prefix("sqlite://")
+        {
+            confinement = confinement.with_hidden(PathBuf::from(path));
+        }
+        if let Ok(work_dir) = self.work_dir() {
+            confinement = confinement.with_hidden(work_dir.join("mirrors"));
+        }
+        confinement
     }
 
     /// The database URL: `store.database_url`, else the per-user SQLite file.
@@ -453,6 +594,31 @@ impl Config {
         }
         settings
     }
+}
+
+/// The directory an agent CLI is installed in, so that what it loads beside
+/// its executable is readable: the `node_modules` directory an npm install
+/// keeps it in, else the directory of the resolved executable.
+fn install_directory(executable: &Path) -> Option<PathBuf> {
+    let resolved = if executable.components().count() == 1 {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path)
+            .map(|directory| directory.join(executable))
+            .find(|candidate| candidate.is_file())?
+    } else {
+        executable.to_owned()
+    };
+    let canonical = resolved.canonicalize().ok()?;
+    canonical
+        .ancestors()
+        .find(|ancestor| {
+            ancestor
+                .file_name()
+                .is_some_and(|name| name == "node_modules")
+        })
+        .map(Path::to_owned)
+        .or_else(|| canonical.parent().map(Path::to_owned))
+        .filter(|directory| directory != Path::new("/") && !directory.starts_with("/usr"))
 }
 
 /// Where a key's effective value came from.
@@ -772,6 +938,8 @@ mod tests {
         config.agent.max_budget_usd = Some(1.0);
         config.agent.config_dir = Some(PathBuf::from("/c"));
         config.agent.home_dir = Some(PathBuf::from("/h"));
+        config.agent.prompts_dir = Some(PathBuf::from("/p"));
+        config.github.bot_login = Some("octo-reviewer".to_owned());
         config.store.database_url = Some("sqlite:///x".to_owned());
         let value = serialised(&config);
         let mut fields = Vec::new();

@@ -59,6 +59,21 @@ impl GitHubClient {
         }
     }
 
+    /// The login the App posts as in `repository` (`{slug}[bot]`), read from
+    /// the installation covering it; `None` with a personal access token
+    /// (GitHub names a token's user only through `GET /user`, which we do
+    /// not call: configure the login instead).
+    pub async fn app_bot_login(
+        &self,
+        repository: &RepositoryName,
+    ) -> Result<Option<String>, GitHubError> {
+        if !self.is_app() {
+            return Ok(None);
+        }
+        let installation = self.get_repository_installation(repository).await?;
+        Ok(installation.app_slug.map(|slug| format!("{slug}[bot]")))
+    }
+
     /// `GET /installation/repositories` with installation `installation_id`'s
     /// token (with a personal access token, that token): the repositories it
     /// can reach.

@@ -60,6 +60,8 @@ struct Resolved {
 /// A minted installation token, carried by an octocrab instance that sends it.
 struct MintedToken {
     client: Arc<Octocrab>,
+    /// The token itself, for git over HTTPS (`GitHubClient::git_token`).
+    token: SecretString,
     expires_at: Option<DateTime<Utc>>,
 }
 
@@ -505,9 +507,10 @@ impl GitHubClient {
         }
         let answer = ensure_success(&request, answer)?;
         let minted: wire::InstallationAccessToken = decode(&request, &answer)?;
+        let token = SecretString::from(minted.token);
         let client = Arc::new(
             app_client
-                .user_access_token(SecretString::from(minted.token))
+                .user_access_token(token.clone())
                 .map_err(|error| {
                     GitHubError::Settings(format!(
                         "could not use installation {installation_id}'s token: {error}"
@@ -518,10 +521,49 @@ impl GitHubClient {
             installation_id,
             MintedToken {
                 client: client.clone(),
+                token,
                 expires_at: minted.expires_at,
             },
         );
         Ok(client)
+    }
+
+    /// The token git should present for `repository` over HTTPS: the
+    /// personal access token, or a (cached, fresh) installation token of the
+    /// App installation covering the repository. Never logged; pass it to
+    /// git per command (review-pipeline's `GitCredential`).
+    pub async fn git_token(
+        &self,
+        repository: &RepositoryName,
+    ) -> Result<SecretString, GitHubError> {
+        if let Credentials::PersonalAccessToken(token) =
+            &self.inner.transport.settings().credentials
+        {
+            return Ok(token.clone());
+        }
+        let installation = self
+            .resolve(&Scope::Repository(repository.clone()))
+            .await?
+            .installation
+            .expect("an App resolves a repository to an installation");
+        let Authentication::App { tokens, .. } = &self.inner.authentication else {
+            unreachable!("installations exist only with App authentication");
+        };
+        tokens
+            .lock()
+            .expect("installation tokens lock")
+            .get(&installation)
+            .map(|minted| minted.token.clone())
+            .ok_or_else(|| GitHubError::NoInstallation {
+                target: repository.to_string(),
+                message: "the installation token was dropped while it was being read; retry"
+                    .to_owned(),
+            })
+    }
+
+    /// Whether the client authenticates as a GitHub App.
+    pub fn is_app(&self) -> bool {
+        matches!(self.inner.authentication, Authentication::App { .. })
     }
 
     /// Drops the cached token of `installation_id` (GitHub refused it).

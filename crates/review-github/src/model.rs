@@ -98,6 +98,11 @@ pub struct PullRequest {
     pub head_repository: Option<String>,
     /// Clone URL of the head repository, when it still exists.
     pub head_clone_url: Option<String>,
+    /// `owner/name` of the base repository (the one the pull request is in).
+    pub base_repository: Option<String>,
+    /// Clone URL of the base repository; `refs/pull/N/head` is fetched from
+    /// it, which works for pull requests from forks too.
+    pub base_clone_url: Option<String>,
     /// Base branch name.
     pub base_branch: String,
     /// SHA the base branch pointed at when GitHub last computed the PR.
@@ -392,4 +397,6 @@ pub struct Installation {
     pub account_login: Option<String>,
     /// `all` or `selected` repositories.
     pub repository_selection: String,
+    /// The App's slug; the App posts as `{slug}[bot]`.
+    pub app_slug: Option<String>,
 }

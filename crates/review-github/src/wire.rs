@@ -75,6 +75,8 @@ impl From<PullRequest> for model::PullRequest {
             head_branch: wire.head.reference,
             head_repository: wire.head.repo.as_ref().map(|repo| repo.full_name.clone()),
             head_clone_url: wire.head.repo.and_then(|repo| repo.clone_url),
+            base_repository: wire.base.repo.as_ref().map(|repo| repo.full_name.clone()),
+            base_clone_url: wire.base.repo.and_then(|repo| repo.clone_url),
             base_branch: wire.base.reference,
             base_sha: wire.base.sha,
             labels: wire.labels.into_iter().map(|label| label.name).collect(),
@@ -336,6 +338,8 @@ pub(crate) struct Installation {
     pub id: u64,
     pub account: Option<InstallationAccount>,
     pub repository_selection: String,
+    #[serde(default)]
+    pub app_slug: Option<String>,
 }
 
 /// `POST /app/installations/{installation_id}/access_tokens` → 201. The
@@ -361,6 +365,7 @@ impl From<Installation> for model::Installation {
                 .account
                 .and_then(|account| account.login.or(account.slug)),
             repository_selection: wire.repository_selection,
+            app_slug: wire.app_slug,
         }
     }
 }

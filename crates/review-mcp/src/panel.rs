@@ -31,6 +31,17 @@
 //! a link planted at either name is replaced, never followed) and the tool
 //! says where. Without a run directory the server makes a private one (mode
 //! 0700, random name, kept after exit so the review can be read) on first use.
+//!
+//! # The default socket
+//!
+//! `review-bot panel` and `review-bot mcp` agree on one socket per user when
+//! none is configured ([`default_socket_path`]):
+//! `$XDG_RUNTIME_DIR/review-bot/panel.sock`, else
+//! `<temp dir>/review-bot-<uid>/panel.sock`. The directory must be ours, a
+//! real directory (not a link) and private (0700): the panel creates it so
+//! ([`prepare_socket_directory`]) and refuses one that is not, and the MCP
+//! server checks it before connecting ([`check_socket_directory`]), so
+//! another user who made `/tmp/review-bot-<uid>` first receives nothing.
 
 use std::io::{self, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
@@ -118,11 +129,126 @@ fn saved_note(saved_to: Option<&Path>) -> String {
     )
 }
 
+/// The socket's file name in the default directory.
+pub const SOCKET_FILE_NAME: &str = "panel.sock";
+
+/// The socket `review-bot panel` listens on and `review-bot mcp` sends to
+/// when none is configured: `$XDG_RUNTIME_DIR/review-bot/panel.sock`, else
+/// `<temp dir>/review-bot-<uid>/panel.sock`.
+pub fn default_socket_path() -> PathBuf {
+    default_socket_path_in(
+        std::env::var_os("XDG_RUNTIME_DIR"),
+        &std::env::temp_dir(),
+        nix::unistd::Uid::effective().as_raw(),
+    )
+}
+
+/// [`default_socket_path`] from its inputs.
+pub fn default_socket_path_in(
+    runtime_directory: Option<std::ffi::OsString>,
+    temporary_directory: &Path,
+    uid: u32,
+) -> PathBuf {
+    match runtime_directory.map(PathBuf::from) {
+        Some(runtime) if runtime.is_absolute() => runtime.join("review-bot").join(SOCKET_FILE_NAME),
+        _ => temporary_directory
+            .join(format!("review-bot-{uid}"))
+            .join(SOCKET_FILE_NAME),
+    }
+}
+
+/// The default socket's directory is not safe to use.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketDirectoryError {
+    /// A symbolic link, or not a directory.
+    #[error("{} is not a directory (a symbolic link or another file is there); remove it", .0.display())]
+    NotADirectory(PathBuf),
+    /// Owned by another user.
+    #[error("{} belongs to user {owner}, not to us (user {uid}); someone else made it: remove it", .path.display())]
+    NotOurs {
+        /// The directory.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// Our user.
+        uid: u32,
+    },
+    /// Others may read or write it.
+    #[error("{} has mode {mode:o}; it must be private (chmod 700 it)", .path.display())]
+    NotPrivate {
+        /// The directory.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// It could not be read or made.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Checks that `directory` is a real directory (not a link), ours, and 0700 or stricter.
+pub fn check_socket_directory(directory: &Path) -> Result<(), SocketDirectoryError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let metadata =
+        std::fs::symlink_metadata(directory).map_err(|source| SocketDirectoryError::Io {
+            path: directory.to_owned(),
+            source,
+        })?;
+    if !metadata.file_type().is_dir() {
+        return Err(SocketDirectoryError::NotADirectory(directory.to_owned()));
+    }
+    let uid = nix::unistd::Uid::effective().as_raw();
+    if metadata.uid() != uid {
+        return Err(SocketDirectoryError::NotOurs {
+            path: directory.to_owned(),
+            owner: metadata.uid(),
+            uid,
+        });
+    }
+    let mode = metadata.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(SocketDirectoryError::NotPrivate {
+            path: directory.to_owned(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+/// Makes `directory` (mode 0700) when it does not exist, then
+/// [checks](check_socket_directory) it.
+pub fn prepare_socket_directory(directory: &Path) -> Result<(), SocketDirectoryError> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let io_error = |source| SocketDirectoryError::Io {
+        path: directory.to_owned(),
+        source,
+    };
+    if let Some(parent) = directory.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent).map_err(io_error)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(directory) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(io_error(error)),
+    }
+    check_socket_directory(directory)
+}
+
 /// Where `present_review` sends its output.
 #[derive(Debug, Clone)]
 pub struct PanelSettings {
     /// The panel's socket, from `REVIEW_BOT_REVIEW_PANEL_SOCKET`.
     socket: Option<PathBuf>,
+    /// The socket is the default one: check its directory before connecting.
+    check_directory: bool,
     /// The run directory the fallback file goes to, when the starter named one.
     run_directory: Option<PathBuf>,
     /// The private directory made when none was named (shared by clones, made once).
@@ -136,8 +262,19 @@ impl PanelSettings {
     pub fn new(socket: Option<PathBuf>, run_directory: Option<PathBuf>) -> Self {
         Self {
             socket,
+            check_directory: false,
             run_directory,
             private_directory: Arc::default(),
+        }
+    }
+
+    /// Delivers to the panel on the [default socket](default_socket_path) when
+    /// one listens there and its directory is [safe](check_socket_directory),
+    /// else as [`PanelSettings::new`] without a socket.
+    pub fn with_default_socket(run_directory: Option<PathBuf>) -> Self {
+        Self {
+            check_directory: true,
+            ..Self::new(Some(default_socket_path()), run_directory)
         }
     }
 
@@ -181,6 +318,27 @@ impl PanelSettings {
                 )
                 .await;
         };
+        if self.check_directory
+            && let Some(directory) = socket.parent()
+        {
+            match check_socket_directory(directory) {
+                Ok(()) => {}
+                Err(SocketDirectoryError::Io { source, .. })
+                    if source.kind() == io::ErrorKind::NotFound =>
+                {
+                    let reason = format!(
+                        "no review panel is listening on {} (start one with `review-bot panel`)",
+                        socket.display()
+                    );
+                    return self.write_file(message.document, &reason).await;
+                }
+                Err(error) => {
+                    let reason =
+                        format!("the default review panel socket is not safe to use: {error}");
+                    return self.write_file(message.document, &reason).await;
+                }
+            }
+        }
         let stream = match tokio::time::timeout(PANEL_TIMEOUT, UnixStream::connect(socket)).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(error)) => {
@@ -357,6 +515,48 @@ mod tests {
         assert_eq!(sent["document"], "# Review\n");
         assert_eq!(sent["baseUri"], "/repo");
         assert!(!settings.review_file().unwrap().exists());
+    }
+
+    #[test]
+    fn the_default_socket_is_per_user_under_the_runtime_or_temporary_directory() {
+        let temporary = Path::new("/tmp");
+        assert_eq!(
+            default_socket_path_in(Some("/run/user/1000".into()), temporary, 1000),
+            Path::new("/run/user/1000/review-bot/panel.sock")
+        );
+        for runtime in [None, Some("".into()), Some("relative".into())] {
+            assert_eq!(
+                default_socket_path_in(runtime, temporary, 1000),
+                Path::new("/tmp/review-bot-1000/panel.sock")
+            );
+        }
+    }
+
+    #[test]
+    fn the_socket_directory_is_made_private_and_checked() {
+        let parent = tempfile::tempdir().unwrap();
+        let directory = parent.path().join("review-bot-test");
+        prepare_socket_directory(&directory).unwrap();
+        let mode = std::fs::metadata(&directory).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        prepare_socket_directory(&directory).unwrap();
+
+        std::fs::set_permissions(&directory, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let error = check_socket_directory(&directory).unwrap_err();
+        assert!(
+            matches!(error, SocketDirectoryError::NotPrivate { .. }),
+            "{error}"
+        );
+
+        let link = parent.path().join("link");
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(elsewhere.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), &link).unwrap();
+        let error = prepare_socket_directory(&link).unwrap_err();
+        assert!(
+            matches!(error, SocketDirectoryError::NotADirectory(_)),
+            "{error}"
+        );
     }
 
     #[tokio::test]

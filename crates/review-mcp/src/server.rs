@@ -26,7 +26,9 @@ use rmcp::{ServerHandler, ServiceExt as _, tool, tool_handler, tool_router};
 use review_core::agent_requests::{
     AgentRequest, GeneralComment, InlineComment, ReplyRequest, ReplyTarget, check_message,
 };
-use review_core::anchor::{CommentLocation, Side, Verdict, anchor, nearest_commentable_ranges};
+use review_core::anchor::{
+    CommentLocation, OutsideDiffReason, Side, Verdict, anchor, nearest_commentable_ranges,
+};
 use review_core::diff::PullRequestDiff;
 use review_core::findings::Severity;
 use review_core::snapshot::{CommentLookup, PullRequestSnapshot};
@@ -572,6 +574,15 @@ impl ReviewServer {
                 comment.line,
                 comment.path,
                 nearest(diff, &comment.path, comment.line, side),
+            )),
+            Verdict::OutsideDiff {
+                reason:
+                    OutsideDiffReason::NotNearAHunk { .. } | OutsideDiffReason::BetweenHunks { .. },
+            } => Ok((
+                comment,
+                " (this line of a changed file is not part of the diff, so GitHub cannot show it \
+                 inline: it will be listed in the review body under \"Outside the diff\" with its \
+                 file and line; it is recorded, do not record it again)",
             )),
             Verdict::OutsideDiff { reason } => Err(format!(
                 "leave_inline_comment: line {} of {} ({side}) cannot take a comment: {reason}. The nearest \

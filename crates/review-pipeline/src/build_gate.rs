@@ -24,9 +24,14 @@
 //! renders a failure for the pull request, every byte of the build's output
 //! escaped so it can neither forge a footer nor break the markdown.
 //!
-//! What the build *sees* of the filesystem is not confined yet (issue 18):
-//! that is [`review_sandbox::Containment`]'s job, and arrives here without a
-//! change to this module.
+//! With [`BuildGateSettings::confinement`] set, the commands are also
+//! **confined** ([`review_sandbox::Confinement`]): they see the system and the
+//! given toolchains read-only, the worktree and `RUN/build` writable, the
+//! worktree's own repository (the mirror its `.git` file points into)
+//! read-only, a private `/tmp`, and nothing else of the bot's — not its
+//! config file, store, home, processes, nor other jobs' checkouts. Without it
+//! (the default until the configuration wires it), only the processes are
+//! held.
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -39,7 +44,7 @@ use std::time::Duration;
 
 use review_core::build_commands::{self, Discovery, Document, ExplicitCommands};
 use review_core::payload::{code_block, inline_code};
-use review_sandbox::{Contained, Containment, SandboxError};
+use review_sandbox::{Confinement, Contained, Containment, SandboxError};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::time::Instant;
 
@@ -77,6 +82,12 @@ pub struct BuildGateSettings {
     pub timeout: Duration,
     /// `PATH` for the commands (where the toolchains are).
     pub path: OsString,
+    /// What the commands may see, beyond the job's own paths, which the gate
+    /// adds (the worktree and `RUN/build` writable, the worktree's repository
+    /// read-only): the toolchains (read-only), paths to mask, and whether
+    /// the network is kept. `None`: not confined (only the processes are
+    /// held).
+    pub confinement: Option<Confinement>,
 }
 
 impl BuildGateSettings {
@@ -87,7 +98,18 @@ impl BuildGateSettings {
             containment: Containment::default(),
             timeout,
             path: std::env::var_os("PATH").unwrap_or_else(|| FALLBACK_PATH.into()),
+            confinement: None,
         }
+    }
+
+    /// Set [`BuildGateSettings::confinement`]: `confinement` holds what every
+    /// job's commands may see besides their own paths (toolchains read-only,
+    /// [`Confinement::with_network`]); the gate adds the worktree, its
+    /// repository and `RUN/build` for each run.
+    #[must_use]
+    pub fn with_confinement(mut self, confinement: Confinement) -> Self {
+        self.confinement = Some(confinement);
+        self
     }
 
     /// Set [`BuildGateSettings::containment`].
@@ -287,11 +309,23 @@ pub async fn run_commands(
     for directory in [&build_directory, &home, &temporary] {
         create_private_directory(directory)?;
     }
+    // The job's own paths, added to the configured confinement; resolved
+    // once, before any of the pull request's code has run.
+    let confinement = match &settings.confinement {
+        Some(confinement) => Some(
+            confinement
+                .clone()
+                .with_git_worktree(worktree)?
+                .with_writable(&build_directory),
+        ),
+        None => None,
+    };
     let deadline = Instant::now() + settings.timeout;
     for (index, command) in commands.iter().enumerate() {
         let log = build_directory.join(format!("{:02}.log", index + 1));
         let span = tracing::info_span!("build_command", command = %command);
         let paths = RunPaths {
+            confinement: confinement.as_ref(),
             worktree,
             home: &home,
             temporary: &temporary,
@@ -317,6 +351,7 @@ pub async fn run_commands(
 }
 
 struct RunPaths<'a> {
+    confinement: Option<&'a Confinement>,
     worktree: &'a Path,
     home: &'a Path,
     temporary: &'a Path,
@@ -355,7 +390,7 @@ async fn run_one(
         source,
     })?;
 
-    let mut command = settings.containment.command("sh");
+    let mut command = settings.containment.command_with("sh", paths.confinement)?;
     command
         .arg("-c")
         .arg(command_line)

@@ -3,11 +3,17 @@
 //! Checkout, build and test gate, the review pipeline, the write pipeline, the
 //! CI handler, and the poller that turns labelled pull requests into jobs.
 //! Today: [`checkout`] (step 1 of every job), the hardened git runner it uses ([`git`]),
-//! and the build + test gate ([`build_gate`], step 2).
+//! the build + test gate ([`build_gate`], step 2), and the review flow
+//! ([`review`]) that runs them, the agent's two passes, and posts one review.
+//! [`progress`] is how a flow tells its caller what it is doing.
 
 pub mod build_gate;
 pub mod checkout;
 pub mod git;
+pub mod progress;
+pub mod review;
 
 pub use checkout::{CheckoutError, CheckoutRequest, CheckoutSettings, Checkouts, Worktree};
 pub use git::GitCredential;
+pub use progress::{Progress, ProgressEvent};
+pub use review::{ReviewFailure, ReviewReport, ReviewRequest, ReviewSettings, Reviewer};

@@ -1,7 +1,10 @@
 //! The build + test gate on real git repositories whose README documents the
 //! commands, run under real bubblewrap: passing, failing, hanging, leaving a
-//! process behind, printing megabytes, and what environment the build sees.
+//! process behind, printing megabytes, and what environment the build sees;
+//! and confined (issue 18): what a hostile build reaches of the bot's, and an
+//! ordinary build that still passes.
 
+use std::fmt::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;
@@ -10,7 +13,7 @@ use review_core::payload::{GITHUB_BODY_LIMIT, fits_github};
 use review_pipeline::build_gate::{
     self, BuildGateError, BuildGateSettings, CommandEnd, DEFAULT_TIMEOUT, GateOutcome, TAIL_BYTES,
 };
-use review_sandbox::{Containment, SandboxError};
+use review_sandbox::{Confinement, Containment, SandboxError};
 use review_testkit::processes::{live_processes_with_argument, marker};
 use tempfile::TempDir;
 
@@ -358,4 +361,180 @@ async fn environment_probe_started_by_the_credential_test() {
         "{environment}"
     );
     std::fs::write(Path::new(&copy_to).join("env.txt"), environment).unwrap();
+}
+
+/// The canary in the stand-in config file and in another job's checkout.
+const CANARY: &str = "canary-b41d-not-for-pull-requests";
+
+/// A job laid out as the pipeline's: a bare mirror, this job's worktree of
+/// it and another job's, a run directory, and a config file outside.
+struct Job {
+    root: TempDir,
+}
+
+impl Job {
+    fn new(readme: &str, scripts: &[(&str, &str)]) -> Self {
+        let seed = Fixture::new(readme, scripts);
+        let root = tempfile::tempdir().unwrap();
+        let mirror = root.path().join("work/mirrors/owner/repo.git");
+        std::fs::create_dir_all(mirror.parent().unwrap()).unwrap();
+        git(
+            root.path(),
+            &[
+                "clone",
+                "--quiet",
+                "--bare",
+                seed.worktree().to_str().unwrap(),
+                mirror.to_str().unwrap(),
+            ],
+        );
+        let job = Self { root };
+        for name in ["pr-1", "pr-2"] {
+            let worktree = job.worktree(name);
+            std::fs::create_dir_all(worktree.parent().unwrap()).unwrap();
+            git(
+                &mirror,
+                &[
+                    "worktree",
+                    "add",
+                    "--quiet",
+                    "--detach",
+                    worktree.to_str().unwrap(),
+                    "main",
+                ],
+            );
+        }
+        std::fs::write(job.worktree("pr-2").join("secret.txt"), CANARY).unwrap();
+        std::fs::create_dir_all(job.run()).unwrap();
+        std::fs::create_dir_all(job.config().parent().unwrap()).unwrap();
+        std::fs::write(job.config(), format!("[github]\ntoken = \"{CANARY}\"\n")).unwrap();
+        job
+    }
+
+    fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn mirror(&self) -> std::path::PathBuf {
+        self.path().join("work/mirrors/owner/repo.git")
+    }
+
+    fn worktree(&self, name: &str) -> std::path::PathBuf {
+        self.path().join("work/worktrees/owner/repo").join(name)
+    }
+
+    fn run(&self) -> std::path::PathBuf {
+        self.path().join("work/runs/pr-1")
+    }
+
+    fn config(&self) -> std::path::PathBuf {
+        self.path().join("etc/review-bot.toml")
+    }
+
+    async fn gate(&self) -> GateOutcome {
+        let settings = BuildGateSettings::new(DEFAULT_TIMEOUT)
+            .with_path("/usr/local/bin:/usr/bin:/bin")
+            .with_confinement(Confinement::new().with_network(false));
+        build_gate::run_gate(&settings, &self.worktree("pr-1"), &self.run(), None)
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_confined_build_reaches_nothing_of_the_bots_and_leaves_nothing_behind() {
+    let survivor = marker(3);
+    // The test process is "the bot": the build must not read its environment.
+    let bot = std::process::id();
+    let probe = |what: &str, command: &str| {
+        format!(
+            "if {command} >/tmp/out 2>/dev/null; then echo \"REACHED {what}\"; cat /tmp/out; fi\n"
+        )
+    };
+    // The script knows the bot's layout, as a PR author who read the docs.
+    let job = Job::new(TESTS_ONLY_README, &[]);
+    let mirror = job.mirror();
+    let mut script = String::new();
+    script.push_str(&probe("config", &format!("cat {}", job.config().display())));
+    script.push_str(&probe(
+        "other job",
+        &format!("cat {}/secret.txt", job.worktree("pr-2").display()),
+    ));
+    script.push_str(&probe("environ", &format!("cat /proc/{bot}/environ")));
+    script.push_str(&probe("shadow", "cat /etc/shadow"));
+    write!(
+        script,
+        "echo '[core] fsmonitor = evil' >> {mirror}/config 2>/dev/null\n\
+         echo evil > {mirror}/hooks/post-checkout 2>/dev/null\n\
+         echo 'gitdir: /elsewhere' > .git 2>/dev/null\n\
+         echo planted > ../planted 2>/dev/null\n\
+         echo planted > {root}/planted 2>/dev/null\n\
+         setsid sleep {survivor} >/dev/null 2>&1 </dev/null &\n\
+         until grep -qs sleep /proc/$!/cmdline; do :; done\n\
+         echo probed\n\
+         exit 1",
+        mirror = mirror.display(),
+        root = job.path().display(),
+    )
+    .unwrap();
+    std::fs::write(job.worktree("pr-1").join("run-tests.sh"), script).unwrap();
+    std::fs::set_permissions(
+        job.worktree("pr-1").join("run-tests.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+
+    let GateOutcome::Failed(failure) = job.gate().await else {
+        panic!("the script exits 1");
+    };
+
+    let comment = build_gate::failure_comment(&failure);
+    assert!(comment.contains("probed"), "{comment}");
+    assert!(!comment.contains("REACHED"), "{comment}");
+    assert!(!comment.contains(CANARY), "{comment}");
+    assert_eq!(live_processes_with_argument(&survivor), Vec::<u32>::new());
+    let config = std::fs::read_to_string(mirror.join("config")).unwrap();
+    assert!(!config.contains("evil"), "{config}");
+    assert!(!mirror.join("hooks/post-checkout").exists());
+    assert!(
+        std::fs::read_to_string(job.worktree("pr-1").join(".git"))
+            .unwrap()
+            .starts_with("gitdir: ")
+    );
+    assert!(
+        !job.path()
+            .join("work/worktrees/owner/repo/planted")
+            .exists()
+    );
+    assert!(!job.path().join("planted").exists());
+}
+
+#[tokio::test]
+async fn an_ordinary_build_passes_confined() {
+    let job = Job::new(
+        README,
+        &[
+            (
+                "build.sh",
+                "set -e\n\
+                 echo built > built.txt\n\
+                 scratch=$(mktemp)\n\
+                 echo scratch > \"$scratch\"\n\
+                 echo cached > \"$HOME/cache\"\n\
+                 grep -q '^ID=' /etc/os-release\n\
+                 git log --oneline | grep -q fixture\n\
+                 git status --short | grep -q built.txt\n\
+                 echo build done",
+            ),
+            ("run-tests.sh", "test -f built.txt && echo all tests passed"),
+        ],
+    );
+    let outcome = job.gate().await;
+    assert!(
+        matches!(outcome, GateOutcome::Passed { .. }),
+        "{outcome:?}\n{}",
+        std::fs::read_to_string(job.run().join("build/01.log")).unwrap_or_default()
+    );
+    assert!(job.worktree("pr-1").join("built.txt").exists());
+    assert!(job.run().join("build/home/cache").exists());
 }

@@ -29,11 +29,14 @@
 //! # }
 //! ```
 //!
-//! This crate decides which processes live and die, not what they see: the
-//! namespace binds the whole filesystem as it is. Filesystem confinement
-//! (issue 18) belongs here too, as more bubblewrap arguments chosen by
-//! [`Containment`]; callers already go through [`Containment::command`].
+//! What a run *sees* is a [`Confinement`]: with one,
+//! [`Containment::confined_command`] starts the program in an empty root
+//! where only the system (read-only), the job's own paths and a private
+//! `/tmp` exist, without capabilities, and without the network when asked
+//! (see [`confinement`]). Without one, [`Containment::command`] binds the
+//! whole filesystem as it is: only the processes are held.
 
+pub mod confinement;
 mod processes;
 
 use std::ffi::OsStr;
@@ -45,6 +48,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 
+pub use confinement::{Confinement, toolchain_directories};
 pub use processes::{Survivor, describe};
 
 /// Create (or truncate) a file only the bot's user can read, for what a
@@ -131,6 +135,44 @@ impl Containment {
         command
     }
 
+    /// A command that runs `program` contained and confined: under bubblewrap
+    /// with `confinement`'s arguments ([`Confinement::bwrap_arguments`]), in
+    /// a process group of its own. Add the program's arguments, directory (one
+    /// of the confinement's paths), environment and standard streams, then
+    /// start it with [`Contained::spawn`].
+    ///
+    /// [`Containment::ProcessGroupOnly`] cannot confine anything: that is
+    /// [`SandboxError::ConfinementNeedsBubblewrap`], never a silently
+    /// unconfined run.
+    pub fn confined_command(
+        &self,
+        program: impl AsRef<OsStr>,
+        confinement: &Confinement,
+    ) -> Result<tokio::process::Command, SandboxError> {
+        let Self::PidNamespace { bwrap } = self else {
+            return Err(SandboxError::ConfinementNeedsBubblewrap);
+        };
+        let mut command = tokio::process::Command::new(bwrap);
+        command
+            .args(confinement.bwrap_arguments()?)
+            .arg(program)
+            .process_group(0);
+        Ok(command)
+    }
+
+    /// [`Containment::command`] or, with a confinement,
+    /// [`Containment::confined_command`].
+    pub fn command_with(
+        &self,
+        program: impl AsRef<OsStr>,
+        confinement: Option<&Confinement>,
+    ) -> Result<tokio::process::Command, SandboxError> {
+        match confinement {
+            Some(confinement) => self.confined_command(program, confinement),
+            None => Ok(self.command(program)),
+        }
+    }
+
     /// What bubblewrap said when it, not the program, ended the run: it could
     /// not make the namespace, or could not start `program` inside it. Looks
     /// at the first line of `stderr` only (bubblewrap prints before the
@@ -164,22 +206,51 @@ impl Containment {
     }
 }
 
+/// What to do when bubblewrap cannot make its namespaces, one fix per cause.
+pub const CONTAINMENT_FIXES: &str = "if it is missing, install it (apt-get install bubblewrap) or \
+     give its path; if unprivileged user namespaces are disabled, allow them \
+     (Debian: sysctl kernel.unprivileged_userns_clone=1; Ubuntu 24.04 and later: \
+     sysctl kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap; \
+     everywhere: user.max_user_namespaces > 0) or run the bot as root; inside a container, \
+     allow namespaces and mounts (Docker: --security-opt seccomp=unconfined --security-opt \
+     apparmor=unconfined, or --privileged); or accept the weaker process-group containment \
+     in the settings, which also turns confinement off";
+
 /// A contained run that could not start or did not end cleanly.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     /// bubblewrap, which gives the run a PID namespace of its own, could not
     /// be started or could not make the namespace.
     #[error(
-        "could not contain the processes with bubblewrap (`{}`): {reason}; install it \
-         (apt-get install bubblewrap), allow unprivileged user namespaces \
-         (sysctl kernel.unprivileged_userns_clone=1), or accept the weaker process-group \
-         containment in the settings",
+        "could not contain the processes with bubblewrap (`{}`): {reason}; {CONTAINMENT_FIXES}",
         bwrap.display()
     )]
     Containment {
         /// The `bwrap` executable we tried.
         bwrap: PathBuf,
         /// What went wrong (the spawn error or what bwrap printed).
+        reason: String,
+    },
+
+    /// A confinement was asked for with [`Containment::ProcessGroupOnly`],
+    /// which cannot give one.
+    #[error(
+        "cannot confine the run without bubblewrap: the containment is process-group only; \
+         set it to bubblewrap (apt-get install bubblewrap), or turn confinement off in the \
+         configuration, accepting that code from pull requests can then read and write \
+         everything the bot's user can"
+    )]
+    ConfinementNeedsBubblewrap,
+
+    /// A path of the confinement cannot be shown as asked.
+    #[error(
+        "cannot confine the run to `{}`: {reason}",
+        path.display()
+    )]
+    ConfinementPath {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong with it and what to do.
         reason: String,
     },
 

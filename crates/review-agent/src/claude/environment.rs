@@ -172,6 +172,15 @@ impl ClaudeEnvironment {
         self.variables.push((name.to_owned(), value));
     }
 
+    /// The value of `name`, when set.
+    pub(crate) fn get(&self, name: &str) -> Option<&std::ffi::OsStr> {
+        self.variables
+            .iter()
+            .rev()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_os_str())
+    }
+
     /// The names, for logs (values may be secret).
     pub(crate) fn names(&self) -> Vec<&str> {
         self.variables

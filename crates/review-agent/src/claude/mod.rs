@@ -80,7 +80,7 @@ use tracing::Instrument as _;
 pub use environment::is_github_credential;
 pub use mcp_config::{McpConfig, McpServerCommand, REVIEW_SERVER};
 pub use outcome::{AgentOutcome, AgentRun, PermissionDenial, TokenUsage};
-pub use review_sandbox::{BWRAP_ARGUMENTS, Survivor};
+pub use review_sandbox::{BWRAP_ARGUMENTS, Confinement, Survivor};
 pub use settings::{ClaudeCodeRun, ClaudeCodeSettings, ProcessContainment, Thinking};
 
 use review_sandbox::{Contained, SandboxError};
@@ -121,6 +121,11 @@ fn agent_error(error: SandboxError) -> AgentError {
         SandboxError::Survivors { survivors, waited } => {
             AgentError::Survivors { survivors, waited }
         }
+        error @ (SandboxError::ConfinementNeedsBubblewrap
+        | SandboxError::ConfinementPath { .. }) => AgentError::Containment {
+            bwrap: PathBuf::from("bwrap"),
+            reason: error.to_string(),
+        },
     }
 }
 
@@ -299,7 +304,11 @@ impl ClaudeCode {
                 path: prepared.prompt_path.clone(),
                 source,
             })?;
-        let mut command = self.settings.containment.command(&self.settings.executable);
+        let mut command = self
+            .settings
+            .containment
+            .command_with(&self.settings.executable, prepared.confinement.as_ref())
+            .map_err(agent_error)?;
         command
             .args(arguments)
             .current_dir(&run.working_directory)
@@ -381,12 +390,70 @@ impl ClaudeCode {
             },
             &run.environment,
         )?;
+        let confinement = match &self.settings.confinement {
+            Some(confinement) => Some(self.run_confinement(
+                confinement,
+                run,
+                &[&run.run_directory, &home_directory, &config_directory],
+                &environment,
+            )?),
+            None => None,
+        };
         Ok(Prepared {
             mcp_config_path,
             prompt_path,
             environment,
+            confinement,
         })
     }
+
+    /// The configured confinement plus the run's own paths: the working
+    /// directory (with its `.git` and repository read-only), `writable`, the
+    /// CLI's executable, the MCP servers' executables and the system prompt
+    /// file.
+    fn run_confinement(
+        &self,
+        configured: &Confinement,
+        run: &ClaudeCodeRun,
+        writable: &[&Path],
+        environment: &ClaudeEnvironment,
+    ) -> Result<Confinement, AgentError> {
+        let mut confinement = configured
+            .clone()
+            .with_git_worktree(&run.working_directory)
+            .map_err(agent_error)?;
+        for path in writable {
+            confinement = confinement.with_writable(*path);
+        }
+        let search_path = environment.get("PATH");
+        let executables = std::iter::once(self.settings.executable.as_path()).chain(
+            run.mcp.iter().flat_map(|mcp| {
+                mcp.servers()
+                    .values()
+                    .map(|server| server.command.as_path())
+            }),
+        );
+        for executable in executables {
+            if let Some(found) = find_executable(executable, search_path) {
+                confinement = confinement.with_readable(found);
+            }
+        }
+        if let Some(file) = &run.system_prompt_file {
+            confinement = confinement.with_readable(file);
+        }
+        Ok(confinement)
+    }
+}
+
+/// Where `program` is: itself when it names a path, else the first match in
+/// `search_path`.
+fn find_executable(program: &Path, search_path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    if program.components().count() > 1 {
+        return Some(program.to_owned());
+    }
+    std::env::split_paths(search_path?)
+        .map(|directory| directory.join(program))
+        .find(|candidate| candidate.is_file())
 }
 
 struct Prepared {
@@ -394,6 +461,8 @@ struct Prepared {
     /// The prompt, given to the CLI as its standard input.
     prompt_path: PathBuf,
     environment: ClaudeEnvironment,
+    /// The run's confinement, when configured.
+    confinement: Option<Confinement>,
 }
 
 /// Create (or truncate) a private file (see [`review_sandbox::create_private_file`])

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use review_sandbox::Confinement;
 use secrecy::SecretString;
 
 use super::environment::DEFAULT_INHERITED;
@@ -84,6 +85,15 @@ pub struct ClaudeCodeSettings {
     pub inherited_environment: Vec<String>,
     /// How the run's processes are held together and killed.
     pub containment: ProcessContainment,
+    /// What the CLI and everything it starts (its tools, the MCP servers) may
+    /// see besides the run's own paths, which the runner adds: the working
+    /// directory (writable, its `.git` and repository read-only), the run
+    /// directory, home and config directory (writable), the CLI's executable,
+    /// the MCP servers' executables and the system prompt file (read-only).
+    /// Put the toolchains the agent's commands need and the CLI's install
+    /// directory here (read-only), with the network on (the model API).
+    /// `None` (the default): not confined, only the processes are held.
+    pub confinement: Option<Confinement>,
 }
 
 impl ClaudeCodeSettings {
@@ -107,7 +117,15 @@ impl ClaudeCodeSettings {
                 .map(|name| (*name).to_owned())
                 .collect(),
             containment: ProcessContainment::default(),
+            confinement: None,
         }
+    }
+
+    /// Set [`ClaudeCodeSettings::confinement`].
+    #[must_use]
+    pub fn with_confinement(mut self, confinement: Confinement) -> Self {
+        self.confinement = Some(confinement);
+        self
     }
 
     /// Set [`ClaudeCodeSettings::containment`].

@@ -1,7 +1,10 @@
 //! review-agent's integration tests: the real, pinned Claude Code CLI against
-//! review-testkit's scripted model server, through the production runner.
+//! review-testkit's scripted model server, through the production runner; and
+//! the shipped prompts with their override directory (`prompts`).
 
+mod confinement;
 mod mcp;
 mod process;
+mod prompts;
 mod runner;
 mod support;

@@ -36,7 +36,9 @@ pub struct McpArgs {
     #[arg(long, value_name = "FILE", env = settings::COMMENTS_FILE_VARIABLE)]
     pub comments_file: Option<PathBuf>,
 
-    /// The Unix socket a review panel listens on, for `present_review`.
+    /// The Unix socket a review panel listens on, for `present_review`
+    /// (default: the one `review-bot panel` uses, `$XDG_RUNTIME_DIR/review-bot/panel.sock`
+    /// or `<temp dir>/review-bot-<uid>/panel.sock`, when a panel listens there).
     #[arg(long, value_name = "SOCKET", env = settings::PANEL_SOCKET_VARIABLE)]
     pub panel_socket: Option<PathBuf>,
 
@@ -77,7 +79,11 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let comments_file = non_empty(args.comments_file);
     let run_directory =
         non_empty(args.run_dir).or_else(|| default_run_directory(comments_file.as_deref()));
-    let panel = PanelSettings::new(non_empty(args.panel_socket), run_directory);
+    // Without a socket, the one `review-bot panel` listens on by default.
+    let panel = match non_empty(args.panel_socket) {
+        Some(socket) => PanelSettings::new(Some(socket), run_directory),
+        None => PanelSettings::with_default_socket(run_directory),
+    };
     if comments_file.is_none() {
         tracing::warn!(
             "{} is not set: comments and replies will be accepted but not recorded",

@@ -4,8 +4,10 @@ pub mod discover;
 pub mod doctor;
 pub mod findings;
 pub mod mcp;
+pub mod panel;
 pub mod platform;
 pub mod replies;
+pub mod review;
 
 use std::process::ExitCode;
 
@@ -20,7 +22,9 @@ pub fn run(command: Command, config_file: Option<&std::path::Path>) -> anyhow::R
         Command::DiscoverCommands(args) => discover::run(&args),
         Command::DetectPlatform(args) => platform::run(&args),
         Command::Mcp(args) => mcp::run(args),
+        Command::Panel(args) => panel::run(args),
         Command::Replies(command) => replies::run(&command),
+        Command::Review(args) => review::run(&args, config_file),
     }
 }
 

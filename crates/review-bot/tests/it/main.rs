@@ -7,8 +7,10 @@ mod git_paths;
 mod mcp;
 mod mcp_inspector;
 mod mcp_live;
+mod panel;
 mod platform;
 mod replies;
+mod review;
 
 use std::path::Path;
 use std::process::Command;

@@ -302,7 +302,7 @@ async fn corrective_errors_let_the_model_fix_its_calls() {
         Turn::tools([
             tool(
                 "leave_inline_comment",
-                json!({"path": "src/lib.rs", "line": 20, "message": "off the diff"}),
+                json!({"path": "src/lib.rs", "line": 9, "message": "off the diff"}),
             ),
             tool(
                 "leave_inline_comment",

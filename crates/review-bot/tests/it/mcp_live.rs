@@ -169,7 +169,7 @@ fn live_mode_reads_github_posts_replies_and_remembers_them_in_the_store() {
     assert!(!is_error, "{text}");
     let (is_error, text) = session.call(
         "leave_inline_comment",
-        &json!({"path": "src/lib.rs", "line": 40, "message": "no"}),
+        &json!({"path": "src/lib.rs", "line": 5, "message": "no"}),
     );
     assert!(is_error && text.contains("1-3"), "{text}");
 

@@ -85,10 +85,28 @@ async fn an_inline_comment_on_the_diff_is_one_line_with_its_optional_fields() {
 }
 
 #[tokio::test]
+async fn a_line_far_from_every_hunk_is_recorded_for_the_outside_the_diff_section() {
+    let run = Run::new();
+    let mut session = Session::start(run.options(Some(snapshot()))).await;
+    let answer = session
+        .call(
+            "leave_inline_comment",
+            json!({"path": "src/lib.rs", "line": 20, "message": "m"}),
+        )
+        .await;
+    assert!(!answer.is_error, "{}", answer.text);
+    assert!(answer.text.contains("Outside the diff"), "{}", answer.text);
+    assert_eq!(
+        run.lines(),
+        vec![json!({"type": "inline", "message": "m", "path": "src/lib.rs", "line": 20})]
+    );
+}
+
+#[tokio::test]
 async fn an_off_diff_line_gets_the_nearest_commentable_lines_and_records_nothing() {
     let run = Run::new();
     let mut session = Session::start(run.options(Some(snapshot()))).await;
-    for (line, near) in [(20, "1-7"), (9, "1-7"), (47, "42-45")] {
+    for (line, near) in [(9, "1-7"), (47, "42-45")] {
         let answer = session
             .call(
                 "leave_inline_comment",

@@ -1,0 +1,87 @@
+//! The real CLI confined (issue 18): its `Bash` and `Read` tools reach
+//! nothing of the bot's — not a config file beside it, not the bot's
+//! `/proc/<pid>/environ` — while it still talks to the model on loopback,
+//! works in its checkout and starts its MCP server.
+
+use review_agent::claude::Confinement;
+use review_testkit::model::{Script, ToolCall, Turn};
+use serde_json::json;
+
+use crate::support::{Harness, tiny_mcp_server};
+
+/// The canary in the stand-in for the bot's config file.
+const CANARY: &str = "canary-91e2-not-for-the-agent";
+
+#[tokio::test]
+async fn the_agents_tools_reach_nothing_of_the_bots_and_its_mcp_server_still_runs() {
+    let outside = tempfile::tempdir().unwrap();
+    let config = outside.path().join("review-bot.toml");
+    std::fs::write(&config, format!("[github]\ntoken = \"{CANARY}\"\n")).unwrap();
+    let config = config.display().to_string();
+    // The test process is the bot; cargo gives it CARGO_MANIFEST_DIR.
+    let environ = format!("tr '\\0' '\\n' < /proc/{}/environ", std::process::id());
+    let Some(mut harness) = Harness::start(Script::new([
+        Turn::tools([
+            ToolCall::new(
+                "Bash",
+                json!({"command": format!("cat {config}"), "description": "Read the config"}),
+            ),
+            ToolCall::new("Read", json!({"file_path": config})),
+            ToolCall::new(
+                "Bash",
+                json!({"command": environ, "description": "Read the bot's environment"}),
+            ),
+            ToolCall::new(
+                "Bash",
+                json!({
+                    "command": "echo written > written.txt && echo \"inside $(cat written.txt)\"",
+                    "description": "Write in the checkout"
+                }),
+            ),
+            ToolCall::new("mcp__review__echo_env", json!({})),
+        ]),
+        Turn::text("Done."),
+    ]))
+    .await
+    else {
+        return;
+    };
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures");
+    harness.settings = harness.settings.clone().with_confinement(
+        Confinement::new()
+            .with_readable(review_testkit::tools::tools_dir().join("claude-code"))
+            .with_readable(fixtures),
+    );
+    let run = harness.run("Try it.").with_mcp(tiny_mcp_server(&[]));
+
+    let agent_run = harness.claude().run(&run).await.unwrap_or_else(|error| {
+        panic!(
+            "{error}\n{}",
+            std::fs::read_to_string(&run.transcript_path).unwrap_or_default()
+        )
+    });
+
+    assert!(agent_run.is_success(), "{agent_run:?}");
+    let requests = harness.server.requests();
+    assert_eq!(requests.len(), 2, "the tools ran and the model answered");
+    // Claude Code runs the calls in parallel: put the results back in the
+    // order of the calls (the scripted ids count up).
+    let mut results = requests[1].last_tool_results();
+    results.sort_by(|left, right| left.tool_use_id.cmp(&right.tool_use_id));
+    assert_eq!(results.len(), 5, "{results:?}");
+    for result in &results {
+        assert!(!result.text.contains(CANARY), "{result:?}");
+        assert!(!result.text.contains("CARGO_MANIFEST_DIR"), "{result:?}");
+    }
+    // Not there at all (not merely unreadable): the config file and the
+    // bot's process are outside what the run sees.
+    assert!(results[0].text.contains("No such file"), "{results:?}");
+    assert!(results[1].is_error, "{results:?}");
+    assert!(results[2].text.contains("No such file"), "{results:?}");
+    assert!(results[3].text.contains("inside written"), "{results:?}");
+    assert!(!results[4].is_error, "the MCP server answered: {results:?}");
+    assert_eq!(
+        std::fs::read_to_string(harness.checkout_file("written.txt")).unwrap(),
+        "written\n"
+    );
+}

@@ -1,0 +1,390 @@
+//! `review-bot review OWNER/REPO#N [--dry-run] [--force]`: the review flow,
+//! once, by hand — exactly what the daemon runs per labelled pull request.
+//!
+//! Glue only: the configuration becomes review-pipeline's `Reviewer`
+//! (GitHub client, store, checkouts, Claude Code, prompts, build gate), the
+//! flow's progress becomes one line per step on standard error (a spinner
+//! while a step runs when standard error is a terminal), and its report the
+//! summary line and the exit code: 0 when the flow completed (findings or
+//! not, or nothing to do), 1 when it ended on an error (reported on the pull
+//! request when it could be), 2 on bad usage or configuration. `--dry-run`
+//! prints the review it would post on standard output.
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Args;
+use review_agent::prompts::Prompts;
+use review_github::{GitHubClient, RepositoryName};
+use review_pipeline::build_gate::BuildGateSettings;
+use review_pipeline::checkout::{CheckoutSettings, Checkouts};
+use review_pipeline::review::{ReviewOutcome, ReviewSummary};
+use review_pipeline::{
+    Progress, ProgressEvent, ReviewReport, ReviewRequest, ReviewSettings, Reviewer,
+};
+use review_store::Store;
+
+use crate::config::{self, Config};
+
+/// `review-bot review`'s arguments.
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// The pull request: `OWNER/REPO#NUMBER` (or its GitHub URL).
+    #[arg(value_name = "OWNER/REPO#N")]
+    pub pull_request: String,
+
+    /// Do everything up to posting (checkout, build gate, both passes, merge,
+    /// anchoring), then print the review on standard output instead of
+    /// posting it. Nothing is posted, no label changes, nothing is recorded.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Review the head commit even when it already has a completed review
+    /// (findings posted before are still not posted twice).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Parses `OWNER/REPO#N` or `https://HOST/OWNER/REPO/pull/N`.
+fn parse_target(text: &str) -> anyhow::Result<(RepositoryName, u64)> {
+    let usage = || {
+        anyhow::anyhow!(
+            "`{text}` is not a pull request: write OWNER/REPO#NUMBER (for example \
+             octo/widgets#42) or the pull request's URL"
+        )
+    };
+    let text = text.trim();
+    let (repository, number) = if let Some((repository, number)) = text.rsplit_once('#') {
+        (repository.to_owned(), number)
+    } else if let Some(rest) = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+    {
+        let parts: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+        match parts.as_slice() {
+            [_host, owner, name, "pull", number, ..] => (format!("{owner}/{name}"), *number),
+            _ => return Err(usage()),
+        }
+    } else {
+        return Err(usage());
+    };
+    let number: u64 = number.parse().map_err(|_| usage())?;
+    if number == 0 {
+        return Err(usage());
+    }
+    let repository = RepositoryName::parse(&repository).map_err(|_| usage())?;
+    Ok((repository, number))
+}
+
+/// Runs `review`.
+pub fn run(args: &ReviewArgs, config_file: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+    let (repository, number) = parse_target(&args.pull_request)?;
+    let loaded = config::load(config_file)?;
+    let parts = Parts::resolve(loaded)?;
+    let target = format!("{repository}#{number}");
+    let interactive = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let request = ReviewRequest {
+        repository,
+        number,
+        dry_run: args.dry_run,
+        force: args.force,
+    };
+    let outcome = super::block_on(async move {
+        let reviewer = parts.reviewer(&request.repository).await?;
+        let printer = StepPrinter::new(interactive);
+        let result = reviewer.review(&request, &printer.progress()).await;
+        printer.finish();
+        reviewer.store.close().await;
+        anyhow::Ok(result)
+    })??;
+    Ok(report(outcome, &target, started.elapsed()))
+}
+
+/// Everything `review` resolves from the configuration before it starts:
+/// every configuration mistake is found here and is an exit 2.
+struct Parts {
+    config: Config,
+    prompts: Prompts,
+    github: review_github::ClientSettings,
+    work_dir: std::path::PathBuf,
+    database_url: String,
+    claude: review_agent::claude::ClaudeCodeSettings,
+    mcp_binary: std::path::PathBuf,
+}
+
+impl Parts {
+    fn resolve(loaded: config::Loaded) -> anyhow::Result<Self> {
+        let config = loaded.config;
+        let environment = |name: &str| std::env::var(name).ok();
+        let model_credential = environment("ANTHROPIC_API_KEY")
+            .is_some_and(|key| !key.trim().is_empty())
+            || config.agent.config_dir.is_some();
+        if !model_credential {
+            anyhow::bail!(
+                "no model credential: export ANTHROPIC_API_KEY, or set agent.config_dir \
+                 (REVIEW_BOT_AGENT_CONFIG_DIR) to a logged-in Claude Code's directory; \
+                 `review-bot doctor` checks the whole setup"
+            );
+        }
+        let prompts = Prompts::load(config.agent.prompts_dir.as_deref())
+            .context("the prompts directory (agent.prompts_dir) cannot be used")?;
+        let mcp_binary = std::env::current_exe().context(
+            "could not find review-bot's own executable, which serves the agent's MCP tools",
+        )?;
+        let mut claude = config.claude_settings(environment);
+        claude.confinement = config.agent_confinement(&claude.executable)?;
+        Ok(Self {
+            github: config.github_settings()?,
+            work_dir: config.work_dir()?,
+            database_url: config.database_url()?,
+            claude,
+            prompts,
+            mcp_binary,
+            config,
+        })
+    }
+
+    /// The reviewer, with its clients opened.
+    async fn reviewer(self, repository: &RepositoryName) -> anyhow::Result<Reviewer> {
+        let config = &self.config;
+        // octocrab needs the runtime to exist when the client is made.
+        let github = GitHubClient::new(self.github)
+            .context("could not set up the GitHub client ([github] in the configuration)")?;
+        let store = Store::open(&self.database_url)
+            .await
+            .context("could not open the store ([store] database_url)")?;
+        let containment = self.claude.containment.clone();
+        let mut checkout_settings = CheckoutSettings::new(&self.work_dir);
+        checkout_settings.git_timeout = Duration::from_secs(config.git.timeout_secs);
+        checkout_settings.containment = containment.clone();
+        let checkouts = Checkouts::new(checkout_settings)
+            .context("could not prepare the work directory for checkouts (work_dir)")?;
+        match checkouts.prune_stale().await {
+            Ok(0) => {}
+            Ok(pruned) => tracing::info!(pruned, "removed worktrees of jobs that died"),
+            Err(error) => tracing::warn!(%error, "could not prune stale worktrees"),
+        }
+        let bot_login = match &config.github.bot_login {
+            Some(login) if !login.trim().is_empty() => Some(login.trim().to_owned()),
+            _ => github
+                .app_bot_login(repository)
+                .await
+                .unwrap_or_else(|error| {
+                    tracing::warn!(%error, "could not read the App's login from its installation");
+                    None
+                }),
+        };
+        if bot_login.is_none() {
+            eprintln!(
+                "note: github.bot_login is not set, so no earlier bot comment is recognised as \
+                 the bot's own (set it to the token's login)"
+            );
+        }
+        let mut build_gate =
+            BuildGateSettings::new(Duration::from_secs(config.review.build_timeout_secs))
+                .with_containment(containment);
+        build_gate.confinement = config.build_confinement();
+        Ok(Reviewer {
+            github,
+            store,
+            checkouts,
+            claude: review_agent::claude::ClaudeCode::new(self.claude),
+            prompts: self.prompts,
+            settings: ReviewSettings {
+                work_dir: self.work_dir,
+                mcp_binary: self.mcp_binary,
+                mcp_tool_timeout: Duration::from_secs(config.agent.mcp_tool_timeout_secs),
+                build_gate,
+                build_commands: None,
+                bot_login,
+            },
+        })
+    }
+}
+
+/// Prints the outcome and chooses the exit code.
+fn report(
+    outcome: Result<ReviewReport, review_pipeline::ReviewFailure>,
+    target: &str,
+    wall: Duration,
+) -> ExitCode {
+    match outcome {
+        Ok(ReviewReport::NothingToDo { reason }) => {
+            eprintln!("nothing to do: {reason}");
+            ExitCode::SUCCESS
+        }
+        Ok(ReviewReport::AlreadyReviewed { head_sha, outcome }) => {
+            eprintln!(
+                "{target} at {} already has a completed review ({outcome}); nothing to do \
+                 (--force reviews it again)",
+                review_pipeline::review::short_sha(&head_sha)
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(ReviewReport::DryRun { plan, summary }) => {
+            print!("{}", plan.render());
+            eprintln!("dry run, nothing posted: {}", summary_line(&summary, wall));
+            ExitCode::SUCCESS
+        }
+        Ok(ReviewReport::Completed(summary)) => {
+            eprintln!("{}", summary_line(&summary, wall));
+            ExitCode::SUCCESS
+        }
+        Err(failure) => {
+            // The error's text already carries its causes.
+            eprintln!("error: {}", failure.error);
+            match failure.reported {
+                Some(url) => eprintln!("reported on the pull request: {url}"),
+                None => eprintln!("the failure could not be reported on the pull request"),
+            }
+            eprintln!("{}", summary_line(&failure.summary, wall));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The last line: where the review is, what it posted, what it cost.
+fn summary_line(summary: &ReviewSummary, wall: Duration) -> String {
+    let outcome = match summary.outcome {
+        Some(ReviewOutcome::Approved) => "LGTM",
+        Some(ReviewOutcome::ChangesRequested) => "changes requested",
+        Some(ReviewOutcome::BuildFailed) => "build failed",
+        None => "not reviewed",
+    };
+    let mut parts = vec![outcome.to_owned()];
+    if let Some(url) = &summary.url {
+        parts.push(url.clone());
+    }
+    parts.push(format!(
+        "{} inline comment{}",
+        summary.inline_comments,
+        if summary.inline_comments == 1 {
+            ""
+        } else {
+            "s"
+        }
+    ));
+    parts.push(format!(
+        "{} repl{}",
+        summary.replies_posted,
+        if summary.replies_posted == 1 {
+            "y"
+        } else {
+            "ies"
+        }
+    ));
+    parts.push(format!(
+        "label {}",
+        summary.label.as_deref().unwrap_or("unchanged")
+    ));
+    parts.push(format!(
+        "agent ${:.2}, {} turns, {:.1} s",
+        summary.agent_cost_usd,
+        summary.agent_turns,
+        summary.agent_time.as_secs_f64()
+    ));
+    parts.push(format!("wall {:.1} s", wall.as_secs_f64()));
+    if summary.resumed {
+        parts.push("resumed".to_owned());
+    }
+    parts.join(" · ")
+}
+
+/// Prints progress: a spinner per running step on a terminal, one plain line
+/// per finished step otherwise.
+struct StepPrinter {
+    spinner: Option<Arc<Mutex<Option<indicatif::ProgressBar>>>>,
+}
+
+impl StepPrinter {
+    fn new(interactive: bool) -> Self {
+        Self {
+            spinner: interactive.then(|| Arc::new(Mutex::new(None))),
+        }
+    }
+
+    fn progress(&self) -> Progress {
+        let spinner = self.spinner.clone();
+        Progress::new(move |event| match event {
+            ProgressEvent::Started { step } => {
+                if let Some(spinner) = &spinner {
+                    let bar = indicatif::ProgressBar::new_spinner();
+                    bar.set_message(step);
+                    bar.enable_steady_tick(Duration::from_millis(100));
+                    if let Some(old) = spinner.lock().expect("spinner lock").replace(bar) {
+                        old.finish_and_clear();
+                    }
+                }
+            }
+            ProgressEvent::Finished {
+                step,
+                detail,
+                elapsed,
+                ok,
+            } => {
+                if let Some(spinner) = &spinner
+                    && let Some(bar) = spinner.lock().expect("spinner lock").take()
+                {
+                    bar.finish_and_clear();
+                }
+                eprintln!(
+                    "{} {step} ({:.1} s): {detail}",
+                    if ok { "✓" } else { "✗" },
+                    elapsed.as_secs_f64()
+                );
+            }
+            ProgressEvent::Note { message } => {
+                if let Some(spinner) = &spinner
+                    && let Some(bar) = spinner.lock().expect("spinner lock").as_ref()
+                {
+                    bar.println(format!("  {message}"));
+                    return;
+                }
+                eprintln!("  {message}");
+            }
+        })
+    }
+
+    fn finish(&self) {
+        if let Some(spinner) = &self.spinner
+            && let Some(bar) = spinner.lock().expect("spinner lock").take()
+        {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_in_both_forms_and_bad_ones_say_how() {
+        let (repository, number) = parse_target("octo/widgets#42").unwrap();
+        assert_eq!(
+            (repository.to_string(), number),
+            ("octo/widgets".to_owned(), 42)
+        );
+        let (repository, number) =
+            parse_target("https://github.com/octo/widgets/pull/7/files").unwrap();
+        assert_eq!(
+            (repository.to_string(), number),
+            ("octo/widgets".to_owned(), 7)
+        );
+        for bad in [
+            "octo/widgets",
+            "octo#1",
+            "octo/widgets#x",
+            "octo/widgets#0",
+            "#3",
+            "",
+        ] {
+            let error = parse_target(bad).unwrap_err().to_string();
+            assert!(error.contains("OWNER/REPO#NUMBER"), "{bad}: {error}");
+        }
+    }
+}

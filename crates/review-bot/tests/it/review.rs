@@ -1,0 +1,602 @@
+//! `review-bot review OWNER/REPO#N` end to end: the real binary against the
+//! GitHub simulator (real git underneath), the real Claude Code CLI pointed at
+//! the scripted model server, real bubblewrap for the build gate and the
+//! agent, and a real SQLite store.
+//!
+//! The scripted model answers both passes in order: the architecture pass's
+//! turns first, then the detailed pass's. Requests that offer no tools (the
+//! CLI's side requests) are answered apart and never consume a turn.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use review_testkit::github::{Fault, FaultRule, GithubSim, PullRequestHandle, SimUser};
+use review_testkit::model::{ModelServer, Script, ToolCall, Turn};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// The bot's login on the simulator.
+const BOT: &str = "review-bot";
+
+/// 40 lines, so a finding can sit far from the pull request's hunks.
+fn library(changed: bool) -> String {
+    (1..=40)
+        .map(|line| {
+            if changed && line == 5 {
+                "pub fn five() -> u32 { 5 + 1 }\n".to_owned()
+            } else {
+                format!("pub fn line_{line}() {{}}\n")
+            }
+        })
+        .collect()
+}
+
+const README: &str =
+    "# widgets\n\n## Build\n\n```sh\nsh build.sh\n```\n\n## Test\n\n```sh\nsh test.sh\n```\n";
+
+/// One scenario: a repository with a README documenting `sh build.sh` and
+/// `sh test.sh`, a pull request labelled `bot-review-needed` that changes
+/// line 5 of `src/lib.rs`, and the model server.
+struct World {
+    sim: GithubSim,
+    model: ModelServer,
+    bot: SimUser,
+    pull: PullRequestHandle,
+    dir: TempDir,
+}
+
+impl World {
+    /// `None` (after saying why) when the pinned CLI is not installed and not required.
+    async fn start(script: Script, test_script: &str) -> Option<Self> {
+        review_testkit::tools::claude_for_test()?;
+        let sim = GithubSim::start().expect("the simulator starts");
+        let bot = sim.user(BOT);
+        let repo = sim
+            .repo("acme/widgets")
+            .file("README.md", README)
+            .file("build.sh", "echo building\n")
+            .file("test.sh", test_script)
+            .file("src/lib.rs", &library(false))
+            .create()
+            .expect("the repository is created");
+        repo.add_collaborator(BOT, "write").unwrap();
+        let pull = repo
+            .pull_request("feature")
+            .modify("src/lib.rs", &library(true))
+            .title("Make five six")
+            .label("bot-review-needed")
+            .open()
+            .expect("the pull request opens");
+        let model = ModelServer::start(script)
+            .await
+            .expect("the model server starts");
+        Some(Self {
+            sim,
+            model,
+            bot,
+            pull,
+            dir: tempfile::tempdir().unwrap(),
+        })
+    }
+
+    fn work_dir(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    /// The command, with an environment built from nothing but what it needs.
+    fn command(&self, arguments: &[&str]) -> Command {
+        let claude = review_testkit::tools::claude_binary().expect("the pinned CLI is installed");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_review-bot"));
+        command
+            .arg("review")
+            .args(arguments)
+            .current_dir(self.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path().join("home"))
+            .env("REVIEW_BOT_GITHUB_TOKEN", &self.bot.token)
+            .env("REVIEW_BOT_GITHUB_API_URL", self.sim.api_url())
+            .env("REVIEW_BOT_GITHUB_BOT_LOGIN", BOT)
+            .env("REVIEW_BOT_GITHUB_WRITE_SPACING_MS", "0")
+            .env("REVIEW_BOT_WORK_DIR", self.work_dir())
+            .env(
+                "REVIEW_BOT_DATABASE_URL",
+                format!(
+                    "sqlite://{}",
+                    self.dir.path().join("store.sqlite3").display()
+                ),
+            )
+            .env("REVIEW_BOT_AGENT_CLAUDE_PATH", claude)
+            .env("REVIEW_BOT_AGENT_MAX_RETRIES", "0")
+            .env("REVIEW_BOT_AGENT_TIMEOUT_SECS", "300")
+            .env("REVIEW_BOT_REVIEW_BUILD_TIMEOUT_SECS", "300")
+            .env("ANTHROPIC_API_KEY", "sk-ant-scripted-model-server")
+            .env("ANTHROPIC_BASE_URL", self.model.base_url())
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs `review-bot review acme/widgets#N ARGUMENTS` to its end, off the
+    /// async runtime (the model server runs on it).
+    async fn review(&self, arguments: &[&str]) -> Output {
+        let target = format!("acme/widgets#{}", self.pull.number());
+        let mut command = self.command(&[target.as_str()]);
+        command.args(arguments);
+        tokio::task::spawn_blocking(move || command.output().expect("review-bot runs"))
+            .await
+            .unwrap()
+    }
+
+    fn labels(&self) -> Vec<String> {
+        let mut labels = self.pull.labels().unwrap();
+        labels.sort();
+        labels
+    }
+
+    /// Every build log the gate wrote, concatenated.
+    fn build_logs(&self) -> String {
+        let mut text = String::new();
+        for path in files_under(&self.work_dir().join("runs")) {
+            if path
+                .parent()
+                .is_some_and(|parent| parent.ends_with("build"))
+                && path.extension().is_some_and(|extension| extension == "log")
+            {
+                text.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+        text
+    }
+
+    /// The bot's reviews (its reply to a thread makes an empty review too).
+    fn bot_reviews(&self) -> usize {
+        self.pull
+            .reviews()
+            .unwrap()
+            .into_iter()
+            .filter(|review| review.user == BOT && review.body.contains("review::"))
+            .count()
+    }
+
+    /// Starts `review`, waits until the bot's review is on GitHub, and kills
+    /// the process with SIGKILL.
+    fn kill_after_the_bots_review(&self) {
+        let target = format!("acme/widgets#{}", self.pull.number());
+        let mut child = self
+            .command(&[target.as_str()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_mins(5);
+        while self.bot_reviews() == 0 {
+            if let Some(status) = child.try_wait().unwrap() {
+                let output = child.wait_with_output().unwrap();
+                panic!(
+                    "review-bot ended ({status}) before posting: {}",
+                    stderr(&output)
+                );
+            }
+            assert!(Instant::now() < deadline, "no review within five minutes");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// The texts of every tool result the model received.
+    fn tool_results(&self) -> Vec<String> {
+        self.model
+            .requests()
+            .iter()
+            .flat_map(review_testkit::model::RecordedRequest::all_tool_results)
+            .map(|result| result.text_without_reminders())
+            .collect()
+    }
+}
+
+fn files_under(directory: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            found.extend(files_under(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
+fn tool(name: &str, input: Value) -> ToolCall {
+    ToolCall::new(format!("mcp__review__{name}"), input)
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A script: the architecture pass leaves a general comment, the detailed
+/// pass an inline finding on the changed line 5, one on line 30 (far from
+/// the hunk), and runs `env` through the Bash tool.
+fn findings_script() -> Script {
+    Script::new([
+        Turn::tools([tool(
+            "leave_general_comment",
+            json!({"message": "The change is small and keeps the module's shape."}),
+        )]),
+        Turn::text("Architecture pass done."),
+        Turn::tools([
+            tool(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 5, "message": "`five` now returns 6: the name lies.", "title": "Misleading name", "severity": "logic", "confidence": 90}),
+            ),
+            tool(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 30, "message": "`line_30` is never called.", "severity": "clarity", "confidence": 50}),
+            ),
+            ToolCall::new(
+                "Bash",
+                json!({"command": "env", "description": "Show the environment"}),
+            ),
+        ]),
+        Turn::text("Detailed pass done."),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn findings_become_one_review_with_inline_and_outside_the_diff_comments() {
+    let Some(world) = World::start(findings_script(), "env\necho tests pass\n").await else {
+        return;
+    };
+    let output = world.review(&[]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let log = stderr(&output);
+    assert!(log.contains("changes requested"), "{log}");
+    for step in [
+        "checkout",
+        "build and test",
+        "architecture pass",
+        "detailed pass",
+        "post the review",
+        "labels",
+    ] {
+        assert!(
+            log.contains(&format!("✓ {step} (")),
+            "no step {step}: {log}"
+        );
+    }
+
+    let reviews = world.pull.reviews().unwrap();
+    assert_eq!(reviews.len(), 1, "{reviews:?}");
+    let review = &reviews[0];
+    assert_eq!(review.user, BOT);
+    assert!(review.body.contains("review::"), "{}", review.body);
+    assert!(
+        review.body.contains("The change is small"),
+        "{}",
+        review.body
+    );
+    assert!(
+        review.body.contains("### Outside the diff"),
+        "{}",
+        review.body
+    );
+    assert!(
+        review.body.contains("`line_30` is never called."),
+        "{}",
+        review.body
+    );
+    assert!(
+        review.body.contains("Build and tests passed"),
+        "{}",
+        review.body
+    );
+    let comments = world.pull.review_comments().unwrap();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert_eq!(
+        (comments[0].path.as_str(), comments[0].line),
+        ("src/lib.rs", Some(5))
+    );
+    assert!(
+        comments[0].body.contains("the name lies"),
+        "{}",
+        comments[0].body
+    );
+    assert!(
+        comments[0].body.contains("thread::"),
+        "{}",
+        comments[0].body
+    );
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+
+    // Neither the build nor the agent saw a GitHub credential.
+    let build = world.build_logs();
+    assert!(build.contains("tests pass"), "{build}");
+    let results = world.tool_results().join("\n");
+    assert!(results.contains("PATH="), "the agent's env ran: {results}");
+    for seen in [&build, &results] {
+        assert!(!seen.contains(&world.bot.token), "a token leaked: {seen}");
+        assert!(!seen.contains("REVIEW_BOT_GITHUB"), "{seen}");
+        assert!(!seen.contains("GITHUB_TOKEN"), "{seen}");
+    }
+    assert!(
+        !build.contains("sk-ant-scripted"),
+        "the build saw the model key"
+    );
+
+    // The same head is not reviewed twice.
+    let again = world.review(&[]).await;
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("already has a completed review"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(world.pull.reviews().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_pull_request_gets_an_lgtm_review_and_goes_to_a_human() {
+    let script = Script::new([
+        Turn::text("No architectural concerns."),
+        Turn::text("No issues found."),
+    ]);
+    let Some(world) = World::start(script, "echo ok\n").await else {
+        return;
+    };
+    let output = world.review(&[]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let reviews = world.pull.reviews().unwrap();
+    assert_eq!(reviews.len(), 1);
+    assert!(reviews[0].body.contains("LGTM"), "{}", reviews[0].body);
+    assert!(world.pull.review_comments().unwrap().is_empty());
+    assert_eq!(world.labels(), ["human-review-needed"]);
+    assert!(stderr(&output).contains("LGTM"), "{}", stderr(&output));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_tests_get_the_failure_comment_and_no_agent_run() {
+    let script = Script::new([Turn::text("never asked")]);
+    let Some(world) = World::start(script, "echo 'assertion failed: 2 + 2 == 5'\nexit 3\n").await
+    else {
+        return;
+    };
+    let output = world.review(&[]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(world.model.all_requests().is_empty(), "the model was asked");
+    assert!(world.pull.reviews().unwrap().is_empty());
+    let comments = world.pull.issue_comments().unwrap();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    let body = &comments[0].body;
+    assert!(body.contains("sh test.sh"), "{body}");
+    assert!(body.contains("exited with status 3"), "{body}");
+    assert!(body.contains("assertion failed: 2 + 2 == 5"), "{body}");
+    assert!(body.contains("thread::"), "{body}");
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_error_is_reported_in_one_comment_and_nothing_partial_is_posted() {
+    // The architecture pass succeeds with a finding; the detailed pass's model answers 500.
+    let script = Script::new([
+        Turn::tools([tool(
+            "leave_inline_comment",
+            json!({"path": "src/lib.rs", "line": 5, "message": "Would be posted if the review finished."}),
+        )]),
+        Turn::text("Architecture pass done."),
+        Turn::http_error(500),
+    ]);
+    let Some(world) = World::start(script, "echo ok\n").await else {
+        return;
+    };
+    let output = world.review(&[]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("reported on the pull request"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        world.pull.reviews().unwrap().is_empty(),
+        "a partial review was posted"
+    );
+    assert!(world.pull.review_comments().unwrap().is_empty());
+    let comments = world.pull.issue_comments().unwrap();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert!(
+        comments[0].body.contains("detailed pass failed"),
+        "{}",
+        comments[0].body
+    );
+    assert!(
+        comments[0].body.contains("To retry"),
+        "{}",
+        comments[0].body
+    );
+    assert_eq!(world.labels(), ["bot-review-needed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_out_of_turns_is_reported_and_nothing_is_posted() {
+    let script = Script::new([]).then_forever(Turn::tools([tool(
+        "leave_general_comment",
+        json!({"message": "still thinking"}),
+    )]));
+    let Some(world) = World::start(script, "echo ok\n").await else {
+        return;
+    };
+    let target = format!("acme/widgets#{}", world.pull.number());
+    let mut command = world.command(&[target.as_str()]);
+    command.env("REVIEW_BOT_AGENT_MAX_TURNS", "2");
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(world.pull.reviews().unwrap().is_empty());
+    let comments = world.pull.issue_comments().unwrap();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert!(comments[0].body.contains("turns"), "{}", comments[0].body);
+    assert_eq!(world.labels(), ["bot-review-needed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_prints_the_review_and_posts_nothing() {
+    let Some(world) = World::start(findings_script(), "echo ok\n").await else {
+        return;
+    };
+    world.sim.clear_requests();
+    let output = world.review(&["--dry-run"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        printed.contains("### src/lib.rs line 5 (RIGHT)"),
+        "{printed}"
+    );
+    assert!(printed.contains("the name lies"), "{printed}");
+    assert!(printed.contains("Outside the diff"), "{printed}");
+    assert!(printed.contains("bot-changes-needed"), "{printed}");
+    assert!(world.pull.reviews().unwrap().is_empty());
+    assert!(world.pull.issue_comments().unwrap().is_empty());
+    assert_eq!(world.labels(), ["bot-review-needed"]);
+    let writes: Vec<_> = world
+        .sim
+        .requests()
+        .into_iter()
+        .filter(|request| {
+            request.method != "GET"
+                && request
+                    .operation_id
+                    .as_deref()
+                    .is_some_and(|id| !id.starts_with("git/"))
+        })
+        .collect();
+    assert!(writes.is_empty(), "a dry run wrote to GitHub: {writes:?}");
+}
+
+/// A script whose detailed pass answers the first listed thread (Carol's
+/// question on line 5) and leaves one finding far from the hunk.
+fn answering_script() -> Script {
+    Script::new([
+        Turn::text("Architecture pass done."),
+        Turn::tools([
+            tool(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 30, "message": "`line_30` is never called."}),
+            ),
+            tool("github_get_pr_comments", json!({})),
+        ]),
+        Turn::decide(|request| {
+            let listing: Value = request
+                .all_tool_results()
+                .iter()
+                .filter_map(|result| {
+                    serde_json::from_str::<Value>(&result.text_without_reminders()).ok()
+                })
+                .find(|value| value.get("comments").is_some())
+                .unwrap_or_default();
+            let id = listing["comments"][0]["id"].as_u64().unwrap_or(0);
+            Turn::tools([tool(
+                "github_post_pr_reply",
+                json!({"comment_id": id, "message": "Yes: it returns 6 on purpose, see the issue."}),
+            )])
+        }),
+        Turn::text("Detailed pass done."),
+        // A second, forced review lists the threads again.
+        Turn::text("Architecture pass done again."),
+        Turn::tools([tool("github_get_pr_comments", json!({}))]),
+        Turn::text("Detailed pass done again."),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_after_posting_the_review_is_finished_by_the_next_without_duplicates() {
+    let script = answering_script();
+    let Some(world) = World::start(script, "echo ok\n").await else {
+        return;
+    };
+    let question = world
+        .pull
+        .review_comment("carol", "src/lib.rs", 5, "Why 6?")
+        .unwrap();
+    // The reply hangs: the process is killed while the review is on GitHub
+    // and the reply and labels are not.
+    world.sim.inject(FaultRule::operation(
+        "pulls/create-reply-for-review-comment",
+        Fault::Hang(Duration::from_hours(1)),
+    ));
+    tokio::task::block_in_place(|| world.kill_after_the_bots_review());
+    world.sim.clear_faults();
+    assert_eq!(
+        world.labels(),
+        ["bot-review-needed"],
+        "labels changed before the kill"
+    );
+    let model_requests = world.model.requests().len();
+
+    let output = world.review(&[]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("resumed"), "{}", stderr(&output));
+    assert_eq!(
+        world.model.requests().len(),
+        model_requests,
+        "the agent ran again"
+    );
+    assert_eq!(
+        world.bot_reviews(),
+        1,
+        "the review was posted twice: {:#?}\n{}",
+        world.pull.reviews().unwrap(),
+        stderr(&output)
+    );
+    let replies: Vec<_> = world
+        .pull
+        .review_comments()
+        .unwrap()
+        .into_iter()
+        .filter(|comment| comment.in_reply_to == Some(question))
+        .collect();
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert!(
+        replies[0].body.contains("returns 6 on purpose"),
+        "{}",
+        replies[0].body
+    );
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+
+    // The answered thread is recorded, and a forced second review does not
+    // offer it to the agent again.
+    let store = review_store::Store::open(&format!(
+        "sqlite://{}",
+        world.dir.path().join("store.sqlite3").display()
+    ))
+    .await
+    .unwrap();
+    let recorded = store
+        .replied_comment_ids(world.pull.number(), "acme/widgets")
+        .await
+        .unwrap();
+    assert!(
+        recorded.contains(&review_store::CommentId(question)),
+        "{recorded:?}"
+    );
+    store.close().await;
+    let forced = world.review(&["--force"]).await;
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    let listing: Value = world
+        .model
+        .requests()
+        .last()
+        .unwrap()
+        .all_tool_results()
+        .iter()
+        .filter_map(|result| serde_json::from_str::<Value>(&result.text_without_reminders()).ok())
+        .rfind(|value| value.get("comments").is_some())
+        .expect("the second review listed the threads");
+    assert_eq!(listing["total_comments"], 0, "{listing}");
+    assert_eq!(listing["replied_comments_filtered"], 1, "{listing}");
+}

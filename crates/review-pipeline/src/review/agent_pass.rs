@@ -1,0 +1,219 @@
+//! One review pass: a Claude Code run with the layered prompt and our MCP
+//! server in pipeline mode, and the requests it left in its comments file.
+//!
+//! Each pass gets its own directory in the run directory, `NAME/`: the CLI's
+//! scratch (home, config, prompt), a copy of the snapshot, and
+//! `comments.jsonl` (what the MCP server records). It is the only part of the
+//! run directory the pass's confined processes can see, so one pass cannot
+//! touch another's files. The system prompt (`NAME-system-prompt.md`, shown
+//! read-only) and the transcript `{reviewId}-NAME.json` (seed 004's name,
+//! written by the runner outside the confinement) sit beside it. The MCP server is `review-bot mcp --snapshot …` from the
+//! same executable, with a panel socket inside the run directory where nothing
+//! listens, so a `present_review` of a pipeline run lands in the run
+//! directory's `review.md` and never in a developer's panel.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use review_agent::AgentError;
+use review_agent::claude::{AgentRun, ClaudeCode, ClaudeCodeRun, McpConfig, McpServerCommand};
+use review_agent::prompts::{PromptError, Prompts, review_user_message};
+use review_core::agent_requests::AgentRequest;
+use review_core::footer::ReviewId;
+use review_core::passes::Pass;
+use review_mcp::collector::{self, CollectError, LineReport};
+
+/// The pass's name in file names, the store and messages.
+pub const fn pass_name(pass: Pass) -> &'static str {
+    match pass {
+        Pass::Architecture => "architecture",
+        Pass::Detailed => "detailed",
+    }
+}
+
+/// What one pass needs.
+#[derive(Debug, Clone, Copy)]
+pub struct PassSetup<'a> {
+    /// The agent.
+    pub claude: &'a ClaudeCode,
+    /// The prompts and guides.
+    pub prompts: &'a Prompts,
+    /// The review guides to layer (file names).
+    pub guides: &'a [&'a str],
+    /// The `review-bot` executable that serves `mcp`.
+    pub mcp_binary: &'a Path,
+    /// How long one MCP tool call may take.
+    pub mcp_tool_timeout: Duration,
+    /// The snapshot file the MCP server serves.
+    pub snapshot_path: &'a Path,
+    /// The checkout (the agent's working directory).
+    pub worktree: &'a Path,
+    /// The run directory.
+    pub run_directory: &'a Path,
+    /// The review's id (names the transcripts).
+    pub review_id: ReviewId,
+    /// `owner/name`.
+    pub repository: &'a str,
+    /// The pull request.
+    pub number: u64,
+    /// Its title (untrusted).
+    pub title: &'a str,
+}
+
+/// A pass that ran to its end.
+#[derive(Debug)]
+pub struct PassResult {
+    /// Which pass.
+    pub pass: Pass,
+    /// The valid requests from its comments file, in order.
+    pub requests: Vec<AgentRequest>,
+    /// Lines of the comments file that were skipped, and why.
+    pub skipped: Vec<LineReport>,
+    /// The agent's accounting.
+    pub run: AgentRun,
+    /// Its transcript.
+    pub transcript: PathBuf,
+}
+
+/// Why a pass failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    /// The prompts could not be layered.
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    /// The agent could not run, or did not succeed.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The comments file could not be read.
+    #[error(transparent)]
+    Collect(#[from] CollectError),
+    /// A file of the pass could not be written.
+    #[error("could not write `{}`: {source}; check that the work directory is writable", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl PassError {
+    /// The agent's accounting, when the agent ran far enough to report it.
+    pub fn agent_run(&self) -> Option<&AgentRun> {
+        match self {
+            Self::Agent(AgentError::Unsuccessful { run }) => Some(run),
+            _ => None,
+        }
+    }
+}
+
+/// The transcript path of a pass.
+pub fn transcript_path(run_directory: &Path, review_id: ReviewId, pass: Pass) -> PathBuf {
+    run_directory.join(format!("{review_id}-{}.json", pass_name(pass)))
+}
+
+/// Runs one pass and collects its requests.
+pub async fn run_pass(setup: &PassSetup<'_>, pass: Pass) -> Result<PassResult, PassError> {
+    let name = pass_name(pass);
+    let system_prompt = setup.prompts.review_system_prompt(pass, setup.guides)?;
+    let prompt_path = setup.run_directory.join(format!("{name}-system-prompt.md"));
+    write_private(&prompt_path, &system_prompt)?;
+    let agent_directory = setup.run_directory.join(name);
+    std::fs::create_dir_all(&agent_directory).map_err(|source| PassError::File {
+        path: agent_directory.clone(),
+        source,
+    })?;
+    let snapshot_path = agent_directory.join("snapshot.json");
+    let snapshot =
+        std::fs::read_to_string(setup.snapshot_path).map_err(|source| PassError::File {
+            path: setup.snapshot_path.to_owned(),
+            source,
+        })?;
+    write_private(&snapshot_path, &snapshot)?;
+    let comments_file = agent_directory.join("comments.jsonl");
+    // A comments file left by an earlier attempt of this pass would mix two
+    // attempts' requests.
+    match std::fs::remove_file(&comments_file) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            return Err(PassError::File {
+                path: comments_file,
+                source: error,
+            });
+        }
+        _ => {}
+    }
+    let transcript = transcript_path(setup.run_directory, setup.review_id, pass);
+    let server = McpServerCommand::review_bot(
+        setup.mcp_binary,
+        [
+            "--snapshot".to_owned(),
+            snapshot_path.display().to_string(),
+            "--comments-file".to_owned(),
+            comments_file.display().to_string(),
+            "--run-dir".to_owned(),
+            agent_directory.display().to_string(),
+            "--panel-socket".to_owned(),
+            agent_directory.join("no-panel.sock").display().to_string(),
+        ],
+        BTreeMap::new(),
+    );
+    let message = review_user_message(pass, setup.repository, setup.number, setup.title);
+    let run = ClaudeCodeRun::new(message, setup.worktree, &agent_directory)
+        .with_system_prompt_file(&prompt_path)
+        .with_transcript_path(&transcript)
+        .with_mcp(McpConfig::review(server).with_tool_timeout(setup.mcp_tool_timeout));
+    let agent_run = setup.claude.run(&run).await?.into_success()?;
+    let collection = collector::collect(&comments_file)?;
+    for report in &collection.reports {
+        tracing::warn!(
+            pass = name,
+            line = report.line_number,
+            problem = %report.problem,
+            preview = %report.preview,
+            "skipped a line of the agent's comments file"
+        );
+    }
+    Ok(PassResult {
+        pass,
+        requests: collection
+            .requests
+            .into_iter()
+            .map(|collected| collected.request)
+            .collect(),
+        skipped: collection.reports,
+        run: agent_run,
+        transcript,
+    })
+}
+
+/// Writes `text` to `path` as a private file (0600): written under a fresh
+/// random name (created exclusively, so nothing planted there is followed)
+/// and renamed over `path`, so a link an earlier agent run left at `path` is
+/// replaced, never written through.
+pub fn write_private(path: &Path, text: &str) -> Result<(), PassError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file_error = |source| PassError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let directory = path.parent().unwrap_or(Path::new("."));
+    let temporary = directory.join(format!(".write-{}", uuid::Uuid::new_v4()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temporary)
+        .map_err(file_error)?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| file.sync_all());
+    drop(file);
+    written
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .map_err(|source| {
+            let _ = std::fs::remove_file(&temporary);
+            file_error(source)
+        })
+}

@@ -1,0 +1,988 @@
+//! The review flow (seed 004's review half; DESIGN.md "The flows → Review"):
+//! one pull request, once, exactly as the daemon will run it per poll.
+//!
+//! 1. Read the pull request; a head that already has a completed review in
+//!    the store is not reviewed again (unless forced); an unfinished run of
+//!    the same head is resumed under its review id.
+//! 2. Snapshot what the agent may read (metadata, diff, threads with
+//!    replied-flags) into the run directory.
+//! 3. Check out the head (`checkout`), run the build + test gate
+//!    (`build_gate`); a failure plans one failure comment and no agent run.
+//! 4. Two passes (architecture, detailed), each a Claude Code run with our MCP
+//!    server (`agent_pass`); merge, anchor and drop repeated findings
+//!    (`compose`).
+//! 5. Save the plan (`plan`) — then, and only then, write to GitHub (`post`):
+//!    one review, the replies, the fingerprints, the labels.
+//!
+//! Every error after the pull request is known is reported on it in one
+//! comment (what failed, how to retry), the run is recorded as failed, and
+//! nothing partial is posted: the review goes out whole or not at all.
+
+pub mod agent_pass;
+pub mod compose;
+pub mod plan;
+mod post;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use review_agent::claude::ClaudeCode;
+use review_agent::prompts::Prompts;
+use review_core::build_commands::ExplicitCommands;
+use review_core::diff::PullRequestDiff as DiffModel;
+use review_core::footer::{self, Footer, ReviewId, ThreadId};
+use review_core::passes::Pass;
+use review_core::snapshot::PullRequestSnapshot;
+use review_github::{GitHubClient, GitHubError, PullRequest, PullRequestState, RepositoryName};
+use review_mcp::github_snapshot::{GitHubPullRequest, snapshot_from_github};
+use review_store::{JobKind, NewRun, Store, StoreError};
+use uuid::Uuid;
+
+use crate::build_gate::{self, BuildGateError, BuildGateSettings, GateOutcome};
+use crate::checkout::{CheckoutError, CheckoutRequest, Checkouts};
+use crate::git::GitCredential;
+use crate::progress::Progress;
+
+pub use compose::{ReviewOutcome, is_resolved};
+pub use plan::{PlannedAction, ReviewPlan};
+
+use agent_pass::{PassError, PassSetup, pass_name, run_pass, write_private};
+
+/// What the review flow needs besides its clients.
+#[derive(Debug, Clone)]
+pub struct ReviewSettings {
+    /// The work directory: mirrors, worktrees, and run directories under `runs/`.
+    pub work_dir: PathBuf,
+    /// The `review-bot` executable that serves `mcp` to the agent.
+    pub mcp_binary: PathBuf,
+    /// How long one MCP tool call may take.
+    pub mcp_tool_timeout: Duration,
+    /// The build + test gate's settings.
+    pub build_gate: BuildGateSettings,
+    /// Build and test commands from the configuration (instead of CLAUDE.md/README.md).
+    pub build_commands: Option<ExplicitCommands>,
+    /// The login the bot posts as; only its comments' `thread::` ids are trusted.
+    pub bot_login: Option<String>,
+}
+
+/// Everything the review flow talks to.
+#[derive(Debug)]
+pub struct Reviewer {
+    /// GitHub.
+    pub github: GitHubClient,
+    /// The store (runs, replies, fingerprints).
+    pub store: Store,
+    /// Mirrors and worktrees.
+    pub checkouts: Checkouts,
+    /// The agent.
+    pub claude: ClaudeCode,
+    /// Prompts and guides.
+    pub prompts: Prompts,
+    /// The rest.
+    pub settings: ReviewSettings,
+}
+
+/// One review to make.
+#[derive(Debug, Clone)]
+pub struct ReviewRequest {
+    /// The repository.
+    pub repository: RepositoryName,
+    /// The pull request.
+    pub number: u64,
+    /// Stop before posting and return the plan.
+    pub dry_run: bool,
+    /// Review even a head that already has a completed review.
+    pub force: bool,
+}
+
+/// How a review went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReviewReport {
+    /// Nothing to review (a closed pull request).
+    NothingToDo {
+        /// Why.
+        reason: String,
+    },
+    /// The head already has a completed review (in the store).
+    AlreadyReviewed {
+        /// The head commit.
+        head_sha: String,
+        /// How that review ended.
+        outcome: String,
+    },
+    /// `--dry-run`: the plan, not posted.
+    DryRun {
+        /// What would be posted.
+        plan: Box<ReviewPlan>,
+        /// The figures.
+        summary: ReviewSummary,
+    },
+    /// The review was posted.
+    Completed(ReviewSummary),
+}
+
+/// The figures of a review.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReviewSummary {
+    /// How it ended (`None` only before it was decided).
+    pub outcome: Option<ReviewOutcome>,
+    /// The review's (or the failure comment's) page.
+    pub url: Option<String>,
+    /// Inline comments in the review.
+    pub inline_comments: usize,
+    /// Replies posted by this run.
+    pub replies_posted: usize,
+    /// The bot label afterwards.
+    pub label: Option<String>,
+    /// What the agent passes cost, in US dollars.
+    pub agent_cost_usd: f64,
+    /// Turns the agent passes took.
+    pub agent_turns: u32,
+    /// Wall time of the agent passes.
+    pub agent_time: Duration,
+    /// The head commit reviewed.
+    pub head_sha: String,
+    /// The review's id.
+    pub review_id: Option<String>,
+    /// True when an unfinished earlier run of this head was finished.
+    pub resumed: bool,
+}
+
+/// Why a review failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// GitHub failed (after retries).
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The checkout failed.
+    #[error(transparent)]
+    Checkout(#[from] CheckoutError),
+    /// The build gate could not run (not a build failure: those are reviews).
+    #[error(transparent)]
+    BuildGate(#[from] BuildGateError),
+    /// A pass failed.
+    #[error("the {} pass failed: {source}", pass_name(*pass))]
+    Pass {
+        /// Which pass.
+        pass: Pass,
+        /// Why.
+        source: PassError,
+    },
+    /// The snapshot or plan could not be written, or the diff did not parse.
+    #[error("{0}")]
+    Prepare(String),
+}
+
+impl ReviewError {
+    /// What failed, in one sentence fit for the pull request (no paths of the
+    /// bot's machine, no credentials).
+    pub fn public_summary(&self) -> String {
+        match self {
+            Self::GitHub(error) => format!("a GitHub request failed: {error}"),
+            Self::Store(_) => "the bot's database failed (details in the bot's log)".to_owned(),
+            Self::Checkout(_) => {
+                "the head commit could not be checked out (details in the bot's log)".to_owned()
+            }
+            Self::BuildGate(_) => {
+                "the build and test commands could not be started (details in the bot's log)"
+                    .to_owned()
+            }
+            Self::Pass { pass, source } => match source {
+                PassError::Agent(review_agent::AgentError::Unsuccessful { run }) => {
+                    format!("the {} pass failed: {}", pass_name(*pass), run.outcome)
+                }
+                PassError::Agent(review_agent::AgentError::TimedOut { after, .. }) => format!(
+                    "the {} pass did not finish within {} s and was stopped",
+                    pass_name(*pass),
+                    after.as_secs()
+                ),
+                PassError::Agent(review_agent::AgentError::McpServerNotConnected { .. }) => {
+                    format!(
+                        "the {} pass could not start the bot's comment tools (MCP server)",
+                        pass_name(*pass)
+                    )
+                }
+                _ => format!(
+                    "the {} pass failed (details in the bot's log)",
+                    pass_name(*pass)
+                ),
+            },
+            Self::Prepare(_) => {
+                "the review could not be prepared (details in the bot's log)".to_owned()
+            }
+        }
+    }
+}
+
+/// A failed review: the error, and whether (and where) it was reported on
+/// the pull request.
+#[derive(Debug)]
+pub struct ReviewFailure {
+    /// What went wrong.
+    pub error: ReviewError,
+    /// The error comment's page, when one was posted.
+    pub reported: Option<String>,
+    /// The figures so far (the agent's cost is spent even when a pass fails).
+    pub summary: ReviewSummary,
+}
+
+impl std::fmt::Display for ReviewFailure {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(formatter)
+    }
+}
+
+/// The run directory of a review.
+pub fn run_directory(work_dir: &Path, repository: &RepositoryName, review_id: ReviewId) -> PathBuf {
+    work_dir
+        .join("runs")
+        .join(&repository.owner)
+        .join(&repository.name)
+        .join(review_id.to_string())
+}
+
+/// The store's key of a review run.
+fn run_key(repository: &RepositoryName, number: u64, review_id: ReviewId) -> String {
+    format!("{repository}#{number}:review:{review_id}")
+}
+
+/// A review in progress: what every step shares.
+struct Job<'a> {
+    reviewer: &'a Reviewer,
+    request: &'a ReviewRequest,
+    progress: &'a Progress,
+    pull_request: PullRequest,
+    review_id: ReviewId,
+    run_directory: PathBuf,
+    summary: ReviewSummary,
+    /// Set once the first write of the plan is under way: a failure from then
+    /// on is "finishing the review failed", not "nothing was posted".
+    posting: bool,
+}
+
+impl Reviewer {
+    /// Reviews one pull request (see the module documentation).
+    pub async fn review(
+        &self,
+        request: &ReviewRequest,
+        progress: &Progress,
+    ) -> Result<ReviewReport, ReviewFailure> {
+        let unreported = |error: ReviewError| ReviewFailure {
+            error,
+            reported: None,
+            summary: ReviewSummary::default(),
+        };
+        let step = progress.step("pull request");
+        let pull_request = match self
+            .github
+            .get_pull_request(&request.repository, request.number)
+            .await
+        {
+            Ok(pull_request) => pull_request,
+            Err(error) => {
+                step.failed(error.to_string());
+                return Err(unreported(error.into()));
+            }
+        };
+        if pull_request.state != PullRequestState::Open {
+            step.done("closed");
+            return Ok(ReviewReport::NothingToDo {
+                reason: format!(
+                    "{}#{} is {}; only open pull requests are reviewed",
+                    request.repository,
+                    request.number,
+                    if pull_request.merged {
+                        "merged"
+                    } else {
+                        "closed"
+                    }
+                ),
+            });
+        }
+        step.done(format!(
+            "\"{}\" at {}",
+            footer::defuse(&review_core::payload::single_line(&pull_request.title)),
+            short_sha(&pull_request.head_sha)
+        ));
+
+        let mut review_id = ReviewId(Uuid::new_v4());
+        let mut resumed = false;
+        if !request.dry_run {
+            let runs = self
+                .store
+                .runs_for_pull_request(&request.repository.to_string(), request.number)
+                .await
+                .map_err(|error| unreported(error.into()))?;
+            let same_head = runs
+                .iter()
+                .filter(|run| run.kind == JobKind::Review && run.head_sha == pull_request.head_sha);
+            if !request.force {
+                let completed = same_head.clone().rev().find(|run| {
+                    run.outcome.as_deref().is_some_and(|outcome| {
+                        ReviewOutcome::COMPLETED
+                            .iter()
+                            .any(|completed| completed.as_str() == outcome)
+                    })
+                });
+                if let Some(run) = completed {
+                    return Ok(ReviewReport::AlreadyReviewed {
+                        head_sha: pull_request.head_sha.clone(),
+                        outcome: run.outcome.clone().unwrap_or_default(),
+                    });
+                }
+                let unfinished = same_head.rev().find(|run| run.outcome.is_none());
+                if let Some(id) = unfinished
+                    .and_then(|run| run.review_id.as_deref())
+                    .and_then(|id| Uuid::parse_str(id).ok())
+                {
+                    review_id = ReviewId(id);
+                    resumed = true;
+                    progress.note(format!(
+                        "finishing an unfinished review of this head (review {review_id})"
+                    ));
+                }
+            }
+        }
+
+        let mut job = Job {
+            reviewer: self,
+            request,
+            progress,
+            run_directory: run_directory(&self.settings.work_dir, &request.repository, review_id),
+            summary: ReviewSummary {
+                head_sha: pull_request.head_sha.clone(),
+                review_id: Some(review_id.to_string()),
+                resumed,
+                ..ReviewSummary::default()
+            },
+            pull_request,
+            review_id,
+            posting: false,
+        };
+        job.run().await
+    }
+}
+
+impl Job<'_> {
+    /// The flow from the run's start, in a span naming the job.
+    async fn run(&mut self) -> Result<ReviewReport, ReviewFailure> {
+        use tracing::Instrument as _;
+        let span = tracing::info_span!(
+            "review",
+            repository = %self.request.repository,
+            pull_request = self.request.number,
+            head_sha = %self.pull_request.head_sha,
+            review_id = %self.review_id,
+        );
+        self.run_steps().instrument(span).await
+    }
+
+    async fn run_steps(&mut self) -> Result<ReviewReport, ReviewFailure> {
+        let run_id = if self.request.dry_run {
+            None
+        } else {
+            let key = run_key(
+                &self.request.repository,
+                self.request.number,
+                self.review_id,
+            );
+            let review_id = self.review_id.to_string();
+            let repository = self.request.repository.to_string();
+            match self
+                .reviewer
+                .store
+                .start_run(&NewRun {
+                    key: &key,
+                    review_id: Some(&review_id),
+                    repository: &repository,
+                    pull_request: self.request.number,
+                    head_sha: &self.pull_request.head_sha,
+                    kind: JobKind::Review,
+                })
+                .await
+            {
+                Ok(id) => Some(id),
+                Err(error) => {
+                    return Err(ReviewFailure {
+                        error: error.into(),
+                        reported: None,
+                        summary: self.summary.clone(),
+                    });
+                }
+            }
+        };
+        if let Err(error) = std::fs::create_dir_all(&self.run_directory) {
+            let error = ReviewError::Prepare(format!(
+                "could not create the run directory {}: {error}",
+                self.run_directory.display()
+            ));
+            return Err(self.fail(error, run_id).await);
+        }
+
+        let saved = if self.request.dry_run {
+            None
+        } else {
+            ReviewPlan::load(&self.run_directory, self.review_id.0)
+        };
+        let plan = match saved {
+            Some(plan) => {
+                self.progress
+                    .note("the review was already decided; posting what is left of it");
+                plan
+            }
+            None => match self.make_plan().await {
+                Ok(plan) => plan,
+                Err(error) => return Err(self.fail(error, run_id).await),
+            },
+        };
+        self.summary.outcome = Some(plan.outcome);
+        if let PlannedAction::Review { payload, .. } = &plan.action {
+            self.summary.inline_comments = payload.comments.len();
+        }
+        if self.request.dry_run {
+            return Ok(ReviewReport::DryRun {
+                plan: Box::new(plan),
+                summary: self.summary.clone(),
+            });
+        }
+        if let Err(error) = plan.save(&self.run_directory) {
+            let error = ReviewError::Prepare(format!(
+                "could not save the review plan in {}: {error}",
+                self.run_directory.display()
+            ));
+            return Err(self.fail(error, run_id).await);
+        }
+        self.posting = true;
+        match post::execute(self, &plan).await {
+            Ok(()) => {}
+            Err(error) => return Err(self.fail(error, run_id).await),
+        }
+        if let Some(run_id) = run_id
+            && let Err(error) = self
+                .reviewer
+                .store
+                .finish_run(run_id, plan.outcome.as_str())
+                .await
+        {
+            // Everything is on GitHub; only the record is missing. A rerun
+            // resumes the run and finds everything posted.
+            tracing::warn!(%error, "the review was posted but its run could not be marked finished");
+        }
+        Ok(ReviewReport::Completed(self.summary.clone()))
+    }
+
+    /// Steps 2–4: snapshot, checkout, gate, passes, composition.
+    async fn make_plan(&mut self) -> Result<ReviewPlan, ReviewError> {
+        let reviewer = self.reviewer;
+        let repository = &self.request.repository;
+        let number = self.request.number;
+
+        let step = self.progress.step("snapshot");
+        let (snapshot, diff) = match self.snapshot().await {
+            Ok(found) => found,
+            Err(error) => {
+                step.failed(error.to_string());
+                return Err(error);
+            }
+        };
+        let snapshot_path = self.run_directory.join("snapshot.json");
+        write_private(&snapshot_path, &snapshot.to_json())
+            .map_err(|error| ReviewError::Prepare(error.to_string()))?;
+        step.done(format!(
+            "{} files, {} threads, {} conversation comments",
+            diff.len(),
+            snapshot.review_threads.len(),
+            snapshot.issue_comments.len()
+        ));
+
+        let step = self.progress.step("checkout");
+        let credential = match reviewer.github.git_token(repository).await {
+            Ok(token) => Some(GitCredential::new(token)),
+            Err(error) => {
+                step.failed(error.to_string());
+                return Err(error.into());
+            }
+        };
+        let clone_url = self
+            .pull_request
+            .base_clone_url
+            .clone()
+            .unwrap_or_else(|| format!("https://github.com/{repository}.git"));
+        let worktree = match reviewer
+            .checkouts
+            .checkout(&CheckoutRequest {
+                repository: repository.to_string(),
+                clone_url,
+                number,
+                base_ref: self.pull_request.base_branch.clone(),
+                head_sha: self.pull_request.head_sha.clone(),
+                credential,
+            })
+            .await
+        {
+            Ok(worktree) => worktree,
+            Err(error) => {
+                step.failed(error.to_string());
+                return Err(error.into());
+            }
+        };
+        step.done(short_sha(worktree.head_sha()));
+
+        let result = self
+            .review_worktree(worktree.path(), &snapshot, &snapshot_path, &diff)
+            .await;
+        if let Err(error) = worktree.remove().await {
+            tracing::warn!(%error, "could not remove the worktree; the next prune removes it");
+        }
+        result
+    }
+
+    /// Gate, passes and composition in a checked-out worktree.
+    async fn review_worktree(
+        &mut self,
+        worktree: &Path,
+        snapshot: &PullRequestSnapshot,
+        snapshot_path: &Path,
+        diff: &DiffModel,
+    ) -> Result<ReviewPlan, ReviewError> {
+        let mut notes = match self.gate(worktree, snapshot).await? {
+            Ok(notes) => notes,
+            Err(plan) => return Ok(plan),
+        };
+        notes.extend(not_reviewed_notes(snapshot, diff));
+        let passes = self.passes(worktree, snapshot, snapshot_path, diff).await?;
+        self.compose(snapshot, diff, &passes, notes).await
+    }
+
+    /// The build + test gate: the notes for the review body when it passed
+    /// (or had nothing to run), the failure's plan when it failed.
+    async fn gate(
+        &mut self,
+        worktree: &Path,
+        snapshot: &PullRequestSnapshot,
+    ) -> Result<Result<Vec<String>, ReviewPlan>, ReviewError> {
+        let reviewer = self.reviewer;
+        let mut notes = Vec::new();
+        let step = self.progress.step("build and test");
+        let gate = build_gate::run_gate(
+            &reviewer.settings.build_gate,
+            worktree,
+            &self.run_directory,
+            reviewer.settings.build_commands.as_ref(),
+        )
+        .await;
+        let gate = match gate {
+            Ok(gate) => gate,
+            Err(error) => {
+                step.failed(error.to_string());
+                return Err(error.into());
+            }
+        };
+        match gate {
+            GateOutcome::Failed(failure) => {
+                step.failed(format!("`{}` {}", failure.command, failure.end));
+                let thread = Uuid::new_v5(&self.review_id.0, b"build-failure");
+                let latest = latest_review_id(snapshot);
+                let body = review_core::payload::with_footer(
+                    &build_gate::failure_comment(&failure),
+                    &Footer::after_review(latest, ThreadId(thread)).render(),
+                );
+                return Ok(Err(self.plan(
+                    ReviewOutcome::BuildFailed,
+                    PlannedAction::BuildFailed {
+                        body,
+                        thread_id: thread,
+                    },
+                )));
+            }
+            GateOutcome::Passed { commands } => {
+                step.done(format!(
+                    "{} command{} passed",
+                    commands.len(),
+                    if commands.len() == 1 { "" } else { "s" }
+                ));
+                let listed: Vec<String> = commands
+                    .iter()
+                    .map(|command| review_core::payload::inline_code(command))
+                    .collect();
+                notes.push(format!("_Build and tests passed: {}._", listed.join(", ")));
+            }
+            GateOutcome::NoCommands { searched } => {
+                step.done("no commands documented; skipped");
+                notes.push(format!(
+                    "_No build or test commands are documented (looked in {}), so the build and \
+                     test gate was skipped; document them under a Build or Test heading of \
+                     CLAUDE.md or README.md to have them run before every review._",
+                    searched.join(", ")
+                ));
+            }
+        }
+        Ok(Ok(notes))
+    }
+
+    /// The two agent passes, each recorded in the store.
+    async fn passes(
+        &mut self,
+        worktree: &Path,
+        snapshot: &PullRequestSnapshot,
+        snapshot_path: &Path,
+        diff: &DiffModel,
+    ) -> Result<Vec<(Pass, Vec<review_core::agent_requests::AgentRequest>)>, ReviewError> {
+        let reviewer = self.reviewer;
+        let paths: Vec<&str> = diff.files().iter().map(|file| file.path.as_str()).collect();
+        let detection = review_core::platform::detect(paths);
+        let run_directory = self.run_directory.clone();
+        let setup = PassSetup {
+            claude: &reviewer.claude,
+            prompts: &reviewer.prompts,
+            guides: &detection.guides,
+            mcp_binary: &reviewer.settings.mcp_binary,
+            mcp_tool_timeout: reviewer.settings.mcp_tool_timeout,
+            snapshot_path,
+            worktree,
+            run_directory: &run_directory,
+            review_id: self.review_id,
+            repository: &snapshot.repository,
+            number: self.request.number,
+            title: &snapshot.pull_request.title,
+        };
+        let mut passes = Vec::new();
+        for pass in [Pass::Architecture, Pass::Detailed] {
+            let step = self.progress.step(match pass {
+                Pass::Architecture => "architecture pass",
+                Pass::Detailed => "detailed pass",
+            });
+            match run_pass(&setup, pass).await {
+                Ok(result) => {
+                    self.record_pass(pass, Some(&result.run), &result.transcript)
+                        .await;
+                    step.done(format!(
+                        "{} request{}, {} turns, ${:.2}, {:.1} s{}",
+                        result.requests.len(),
+                        if result.requests.len() == 1 { "" } else { "s" },
+                        result.run.num_turns,
+                        result.run.total_cost_usd,
+                        result.run.duration.as_secs_f64(),
+                        if result.skipped.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", {} bad lines skipped", result.skipped.len())
+                        }
+                    ));
+                    passes.push((pass, result.requests));
+                }
+                Err(error) => {
+                    let transcript =
+                        agent_pass::transcript_path(&self.run_directory, self.review_id, pass);
+                    self.record_pass(pass, error.agent_run(), &transcript).await;
+                    step.failed(error.to_string());
+                    return Err(ReviewError::Pass {
+                        pass,
+                        source: error,
+                    });
+                }
+            }
+        }
+        Ok(passes)
+    }
+
+    /// Merge, anchor, drop repeated findings: the review's plan.
+    async fn compose(
+        &mut self,
+        snapshot: &PullRequestSnapshot,
+        diff: &DiffModel,
+        passes: &[(Pass, Vec<review_core::agent_requests::AgentRequest>)],
+        notes: Vec<String>,
+    ) -> Result<ReviewPlan, ReviewError> {
+        let reviewer = self.reviewer;
+        let step = self.progress.step("merge and anchor");
+        let posted = self.posted_fingerprints(passes).await?;
+        let composed = compose::compose(&compose::ComposeInput {
+            review_id: self.review_id,
+            snapshot,
+            diff,
+            passes,
+            already_posted: &|path, line, body| {
+                posted.contains(&review_store::Fingerprint::of(
+                    &review_store::InlineComment { path, line, body },
+                ))
+            },
+            notes,
+            reviewed_at: chrono::Utc::now().to_rfc3339(),
+            reviewer: format!("claude-code/{}", reviewer.claude.settings().model),
+        });
+        step.done(format!(
+            "{} finding{} ({} inline), {} repeated, {} duplicate{}, {} repl{}",
+            composed.findings.line_comments.len(),
+            if composed.findings.line_comments.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            composed.payload.comments.len(),
+            composed.repeated,
+            composed.duplicates,
+            if composed.duplicates == 1 { "" } else { "s" },
+            composed.replies.len(),
+            if composed.replies.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            },
+        ));
+        Ok(self.plan(
+            composed.outcome,
+            PlannedAction::Review {
+                payload: composed.payload,
+                replies: composed.replies,
+                posted: composed.posted,
+                repeated: composed.repeated,
+            },
+        ))
+    }
+
+    fn plan(&self, outcome: ReviewOutcome, action: PlannedAction) -> ReviewPlan {
+        ReviewPlan {
+            version: plan::PLAN_VERSION,
+            review_id: self.review_id.0,
+            repository: self.request.repository.to_string(),
+            pull_request: self.request.number,
+            head_sha: self.pull_request.head_sha.clone(),
+            outcome,
+            action,
+        }
+    }
+
+    /// Records a pass in the store (not in a dry run) and adds up its cost.
+    async fn record_pass(
+        &mut self,
+        pass: Pass,
+        run: Option<&review_agent::claude::AgentRun>,
+        transcript: &Path,
+    ) {
+        if let Some(run) = run {
+            self.summary.agent_cost_usd += run.total_cost_usd;
+            self.summary.agent_turns += run.num_turns;
+            self.summary.agent_time += run.duration;
+        }
+        if self.request.dry_run {
+            return;
+        }
+        let key = run_key(
+            &self.request.repository,
+            self.request.number,
+            self.review_id,
+        );
+        let review_id = self.review_id.to_string();
+        let repository = self.request.repository.to_string();
+        let recorded = async {
+            let run_id = self
+                .reviewer
+                .store
+                .start_run(&NewRun {
+                    key: &key,
+                    review_id: Some(&review_id),
+                    repository: &repository,
+                    pull_request: self.request.number,
+                    head_sha: &self.pull_request.head_sha,
+                    kind: JobKind::Review,
+                })
+                .await?;
+            self.reviewer
+                .store
+                .record_agent_pass(
+                    run_id,
+                    &review_store::AgentPass {
+                        name: pass_name(pass).to_owned(),
+                        transcript_path: Some(transcript.display().to_string()),
+                        session_id: run.and_then(|run| run.session_id.clone()),
+                        turns: run.map(|run| run.num_turns),
+                        cost_usd: run.map(|run| run.total_cost_usd),
+                    },
+                )
+                .await
+        };
+        if let Err(error) = recorded.await {
+            tracing::warn!(%error, pass = pass_name(pass), "could not record the agent pass in the store");
+        }
+    }
+
+    /// The fingerprints of earlier cycles among the passes' inline comments.
+    async fn posted_fingerprints(
+        &self,
+        passes: &[(Pass, Vec<review_core::agent_requests::AgentRequest>)],
+    ) -> Result<HashSet<review_store::Fingerprint>, ReviewError> {
+        let candidates: Vec<review_store::Fingerprint> = passes
+            .iter()
+            .flat_map(|(_, requests)| requests)
+            .filter_map(|request| match request {
+                review_core::agent_requests::AgentRequest::Inline(comment) => Some(
+                    review_store::Fingerprint::of(&review_store::InlineComment {
+                        path: &comment.path,
+                        line: comment.line,
+                        body: &comment.message,
+                    }),
+                ),
+                _ => None,
+            })
+            .collect();
+        if candidates.is_empty() {
+            return Ok(HashSet::new());
+        }
+        Ok(self
+            .reviewer
+            .store
+            .posted_fingerprints(
+                &self.request.repository.to_string(),
+                self.request.number,
+                &candidates,
+            )
+            .await?)
+    }
+
+    /// Reads what the agent may see and builds the snapshot and the diff model.
+    async fn snapshot(&self) -> Result<(PullRequestSnapshot, DiffModel), ReviewError> {
+        let github = &self.reviewer.github;
+        let repository = &self.request.repository;
+        let number = self.request.number;
+        let (diff, review_comments, issue_comments) = tokio::try_join!(
+            github.get_pull_request_diff(repository, number),
+            github.list_review_comments(repository, number),
+            github.list_issue_comments(repository, number),
+        )?;
+        let replied: HashSet<u64> = if self.request.dry_run {
+            HashSet::new()
+        } else {
+            self.reviewer
+                .store
+                .replied_comment_ids(number, &repository.to_string())
+                .await?
+                .into_iter()
+                .map(|id| id.0)
+                .collect()
+        };
+        let mut snapshot = snapshot_from_github(GitHubPullRequest {
+            repository,
+            pull_request: &self.pull_request,
+            diff: &diff,
+            review_comments: &review_comments,
+            issue_comments: &issue_comments,
+            replied: &replied,
+            bot_login: self.reviewer.settings.bot_login.as_deref(),
+        });
+        // The bot's own conversation comments (failure reports, continuation
+        // parts, quoted replies) are not questions for the agent to answer.
+        let bot_login = snapshot.bot_login.clone();
+        for comment in &mut snapshot.issue_comments {
+            if bot_login
+                .as_deref()
+                .is_some_and(|bot| review_core::snapshot::is_bot_login(bot, &comment.user))
+            {
+                comment.replied = true;
+            }
+        }
+        let model = snapshot.parsed_diff().map_err(|error| {
+            ReviewError::Prepare(format!(
+                "GitHub's diff of the pull request does not parse: {error}"
+            ))
+        })?;
+        Ok((snapshot, model))
+    }
+
+    /// Reports `error` on the pull request (one comment, not in a dry run),
+    /// records the run as failed, and returns the failure.
+    async fn fail(
+        &mut self,
+        error: ReviewError,
+        run_id: Option<review_store::RunId>,
+    ) -> ReviewFailure {
+        tracing::error!(error = %error, "the review failed");
+        let mut reported = None;
+        if !self.request.dry_run {
+            let step = self.progress.step("report the failure");
+            match post::report_failure(self, &error).await {
+                Ok(url) => {
+                    step.done(url.clone());
+                    reported = Some(url);
+                }
+                Err(post_error) => {
+                    step.failed(post_error.to_string());
+                    tracing::error!(error = %post_error, "could not report the failure on the pull request");
+                }
+            }
+            // A run that failed while posting stays unfinished: the next run
+            // of this head resumes its plan (same review id), so nothing is
+            // posted twice. One that failed before posting is over.
+            if let Some(run_id) = run_id.filter(|_| !self.posting)
+                && let Err(store_error) = self.reviewer.store.finish_run(run_id, "failed").await
+            {
+                tracing::warn!(error = %store_error, "could not record the run as failed");
+            }
+        }
+        ReviewFailure {
+            error,
+            reported,
+            summary: self.summary.clone(),
+        }
+    }
+}
+
+/// The id of the latest review among the bot's own comments in the snapshot.
+fn latest_review_id(snapshot: &PullRequestSnapshot) -> Option<ReviewId> {
+    let bodies = snapshot
+        .review_threads
+        .iter()
+        .flat_map(|thread| &thread.comments)
+        .filter(|comment| snapshot.written_by_bot(&comment.user))
+        .map(|comment| comment.body.as_str())
+        .chain(
+            snapshot
+                .issue_comments
+                .iter()
+                .filter(|comment| snapshot.written_by_bot(&comment.user))
+                .map(|comment| comment.body.as_str()),
+        );
+    footer::latest_review_id(bodies)
+}
+
+/// Paragraphs naming the files the review could not see.
+fn not_reviewed_notes(snapshot: &PullRequestSnapshot, diff: &DiffModel) -> Vec<String> {
+    let mut lines = Vec::new();
+    for file in diff.files() {
+        let reason = if file.binary {
+            "binary file"
+        } else if file.content_omitted {
+            "GitHub gives no patch for it (too large)"
+        } else {
+            continue;
+        };
+        lines.push(format!(
+            "- {}: {reason}",
+            review_core::payload::inline_code(&file.path)
+        ));
+    }
+    let mut notes = Vec::new();
+    if !lines.is_empty() {
+        notes.push(format!(
+            "### Not reviewed\n\nThese files have no diff the review could read:\n\n{}",
+            lines.join("\n")
+        ));
+    }
+    if snapshot.files_truncated {
+        notes.push(format!(
+            "_GitHub lists at most {} files of a pull request; files beyond them were not \
+             reviewed._",
+            review_github::MAX_PULL_REQUEST_FILES
+        ));
+    }
+    notes
+}
+
+/// The first 12 characters of a SHA.
+pub fn short_sha(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}

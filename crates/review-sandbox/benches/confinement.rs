@@ -1,0 +1,128 @@
+//! What confinement costs: 20 starts of a build command (`sh -c true` in a
+//! git worktree) and of the agent CLI (`claude --version`), each held in a PID
+//! namespace only and confined, through the crate's own API (the confined
+//! runs include computing the mounts: canonical paths, credential masks).
+//!
+//! `cargo bench -p review-sandbox --bench confinement`
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use review_sandbox::{Confinement, Contained, Containment, toolchain_directories};
+
+const RUNS: usize = 20;
+
+fn main() {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let root = tempfile::tempdir().expect("a directory");
+    let worktree = root.path().join("worktree");
+    let run = root.path().join("run");
+    std::fs::create_dir_all(&run).expect("run directory");
+    let status = std::process::Command::new("git")
+        .args(["init", "--quiet"])
+        .arg(&worktree)
+        .status()
+        .expect("git");
+    assert!(status.success());
+    let confinement = Confinement::new()
+        .with_readable_paths(toolchain_directories())
+        .with_git_worktree(&worktree)
+        .expect("a worktree")
+        .with_writable(&run);
+
+    let containment = Containment::default();
+    let sh = |confined: bool| {
+        let mut command = if confined {
+            containment
+                .confined_command("sh", &confinement)
+                .expect("confined")
+        } else {
+            containment.command("sh")
+        };
+        command.arg("-c").arg("true");
+        command
+    };
+    report(
+        "build command `sh -c true`",
+        &runtime,
+        &containment,
+        &worktree,
+        sh,
+    );
+
+    let Ok(claude) = review_testkit::tools::claude_binary() else {
+        eprintln!("the pinned Claude Code CLI is not installed; run scripts/install-test-deps");
+        return;
+    };
+    let agent_confinement = confinement
+        .clone()
+        .with_readable(review_testkit::tools::tools_dir().join("claude-code"))
+        .with_readable(&claude);
+    let cli = |confined: bool| {
+        let mut command = if confined {
+            containment
+                .confined_command(&claude, &agent_confinement)
+                .expect("confined")
+        } else {
+            containment.command(&claude)
+        };
+        command.arg("--version").env("HOME", &run);
+        command
+    };
+    report(
+        "agent start `claude --version`",
+        &runtime,
+        &containment,
+        &worktree,
+        cli,
+    );
+}
+
+fn report(
+    what: &str,
+    runtime: &tokio::runtime::Runtime,
+    containment: &Containment,
+    directory: &Path,
+    make: impl Fn(bool) -> tokio::process::Command,
+) {
+    for confined in [false, true] {
+        let mut times: Vec<Duration> = (0..RUNS)
+            .map(|_| {
+                let started = Instant::now();
+                let mut command = make(confined);
+                command
+                    .current_dir(directory)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null());
+                runtime.block_on(async {
+                    let mut run =
+                        Contained::spawn(containment, "bench", &mut command).expect("started");
+                    run.leader_exited().await;
+                    let status = run.finish().await.expect("finished");
+                    assert!(status.success(), "{what} (confined: {confined}) failed");
+                });
+                started.elapsed()
+            })
+            .collect();
+        times.sort();
+        let mean = times.iter().sum::<Duration>() / u32::try_from(RUNS).expect("small");
+        println!(
+            "{what:32} {:>18}: median {:>7.1} ms, mean {:>7.1} ms, min {:>7.1} ms, max {:>7.1} ms ({RUNS} runs)",
+            if confined {
+                "confined"
+            } else {
+                "PID namespace only"
+            },
+            ms(times[RUNS / 2]),
+            ms(mean),
+            ms(times[0]),
+            ms(times[RUNS - 1]),
+        );
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
