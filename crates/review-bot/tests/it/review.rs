@@ -64,6 +64,7 @@ impl World {
         let pull = repo
             .pull_request("feature")
             .modify("src/lib.rs", &library(true))
+            .binary("assets/logo.png", &[0x89, b'P', b'N', b'G', 0, 1, 2, 0xff])
             .title("Make five six")
             .label("bot-review-needed")
             .open()
@@ -354,6 +355,13 @@ async fn a_clean_pull_request_gets_an_lgtm_review_and_goes_to_a_human() {
     let reviews = world.pull.reviews().unwrap();
     assert_eq!(reviews.len(), 1);
     assert!(reviews[0].body.contains("LGTM"), "{}", reviews[0].body);
+    // A file GitHub gives no diff for is named as not reviewed, with why.
+    assert!(
+        reviews[0].body.contains("### Not reviewed")
+            && reviews[0].body.contains("`assets/logo.png`: binary file"),
+        "{}",
+        reviews[0].body
+    );
     assert!(world.pull.review_comments().unwrap().is_empty());
     assert_eq!(world.labels(), ["human-review-needed"]);
     assert!(stderr(&output).contains("LGTM"), "{}", stderr(&output));
