@@ -176,7 +176,10 @@ fn spawn_message(executable: &std::path::Path, source: &std::io::Error) -> Strin
 
 fn unsuccessful_message(run: &AgentRun) -> String {
     format!(
-        "the agent run did not succeed: {} (after {} turns, ${:.4})",
-        run.outcome, run.num_turns, run.total_cost_usd
+        "the agent run did not succeed: {} (after {} turn{}, ${:.4})",
+        run.outcome,
+        run.num_turns,
+        if run.num_turns == 1 { "" } else { "s" },
+        run.total_cost_usd
     )
 }

@@ -67,6 +67,12 @@ pub enum Command {
     /// label (`--dry-run` prints the review instead of posting it).
     Review(commands::review::ReviewArgs),
 
+    /// Advance one pull request by one step of the loop, chosen by its bot
+    /// label: review (`bot-review-needed`), fix and push
+    /// (`bot-changes-needed`) or check CI (`bot-ci-pending`); nothing for
+    /// any other label. What the daemon runs per pull request.
+    Step(commands::step::StepArgs),
+
     /// Show the effective configuration and where each value came from, and
     /// check the Claude Code CLI, bubblewrap, GitHub, git, the store and the
     /// work directory.

@@ -178,6 +178,10 @@ pub struct Config {
     pub git: GitConfig,
     /// How code from pull requests is confined.
     pub sandbox: SandboxConfig,
+    /// The file this configuration was read from (set by [`load`]; not a
+    /// key): confined code must never see it.
+    #[serde(skip)]
+    pub source_file: Option<PathBuf>,
 }
 
 /// `[github]`: where GitHub is and which credential to use (a personal access
@@ -497,6 +501,9 @@ impl Config {
         &self,
         mut confinement: review_sandbox::Confinement,
     ) -> review_sandbox::Confinement {
+        if let Some(file) = &self.source_file {
+            confinement = confinement.with_hidden(file.clone());
+        }
         if let Ok(url) = self.database_url()
             && let Some(path) = url.strip_prefix("sqlite://")
         {
@@ -695,9 +702,10 @@ pub fn load(explicit: Option<&Path>) -> anyhow::Result<Loaded> {
     }
     check_unknown_variables(std::env::vars_os().filter_map(|(name, _)| name.into_string().ok()))?;
     figment = merge_environment(figment);
-    let config: Config = figment
+    let mut config: Config = figment
         .extract()
         .map_err(|error| anyhow::anyhow!(describe_environment_error(error)))?;
+    config.source_file = file.as_ref().and_then(|file| file.canonicalize().ok());
     Ok(Loaded {
         config,
         file,

@@ -30,8 +30,10 @@ fn main() -> ExitCode {
 fn init_tracing(format: cli::LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("REVIEW_BOT_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colours only for a terminal: a log file or journald gets plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match format {
         cli::LogFormat::Text => builder.init(),

@@ -307,12 +307,21 @@ impl Transport {
     }
 
     pub(crate) fn record_wait(&self, route: &'static str, reason: WaitReason, duration: Duration) {
-        tracing::warn!(
-            route,
-            ?reason,
-            wait_ms = duration.as_millis(),
-            "waiting before retrying a GitHub request"
-        );
+        if reason == WaitReason::WriteSpacing {
+            // Routine pacing (GitHub's advice), not a problem to look at.
+            tracing::debug!(
+                route,
+                wait_ms = duration.as_millis(),
+                "spacing a write to GitHub"
+            );
+        } else {
+            tracing::warn!(
+                route,
+                ?reason,
+                wait_ms = duration.as_millis(),
+                "waiting before retrying a GitHub request"
+            );
+        }
         let mut waits = self.waits.lock().expect("recorded waits lock");
         if waits.len() == RECORDED_WAITS {
             waits.pop_front();

@@ -161,6 +161,20 @@ impl Checkouts {
         })
     }
 
+    /// The hardened git runner every checkout uses (the write flow runs its
+    /// own commands through it).
+    pub fn git(&self) -> &Git {
+        &self.git
+    }
+
+    /// Rewrites what the agent or PR code may have planted in `mirror` (its
+    /// config, hooks, attributes, alternates; a mirror of symlinks is
+    /// deleted), as before every checkout. The write flow calls it before
+    /// each git command that follows an agent run or a build.
+    pub fn sanitize(&self, mirror: &Path) -> Result<(), CheckoutError> {
+        sanitize_mirror(mirror)
+    }
+
     /// The mirror of `OWNER/REPO` (it may not exist yet).
     pub fn mirror_path(&self, repository: &str) -> Result<PathBuf, CheckoutError> {
         let (owner, name) = split_repository(repository)?;

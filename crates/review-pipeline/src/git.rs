@@ -122,6 +122,26 @@ pub struct Git {
 #[derive(Debug)]
 pub struct GitOutput {
     pub stdout: String,
+    /// The exit code (0, or one of [`RunOptions::accept_codes`]).
+    pub code: i32,
+    /// True when stdout was longer than the limit and cut: a caller that
+    /// reads a list from it must not trust it.
+    pub truncated: bool,
+}
+
+/// What [`Git::run_with`] adds to a plain [`Git::run`].
+#[derive(Debug, Default, Clone)]
+pub struct RunOptions<'a> {
+    /// The credential for this one command.
+    pub credential: Option<&'a GitCredential>,
+    /// `GIT_INDEX_FILE`: an index of the bot's own (the write flow builds its
+    /// commits in a private index, never the worktree's).
+    pub index_file: Option<&'a Path>,
+    /// `GIT_AUTHOR_NAME`/`EMAIL` and `GIT_COMMITTER_NAME`/`EMAIL`.
+    pub identity: Option<(&'a str, &'a str)>,
+    /// Exit codes besides 0 that are answers, not failures (`merge-tree`'s 1
+    /// for "conflicts", `merge-base --is-ancestor`'s 1 for "no").
+    pub accept_codes: &'a [i32],
 }
 
 impl Git {
@@ -132,6 +152,26 @@ impl Git {
         args: &[&str],
         credential: Option<&GitCredential>,
     ) -> Result<GitOutput, CheckoutError> {
+        self.run_with(
+            dir,
+            args,
+            &RunOptions {
+                credential,
+                ..RunOptions::default()
+            },
+        )
+        .await
+    }
+
+    /// [`Git::run`] with a private index, a commit identity, or exit codes
+    /// that are answers.
+    pub async fn run_with(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        options: &RunOptions<'_>,
+    ) -> Result<GitOutput, CheckoutError> {
+        let credential = options.credential;
         let shown = describe(args);
         let mut command = self.containment.command(&self.program);
         command
@@ -145,6 +185,16 @@ impl Git {
             .env("GIT_NO_REPLACE_OBJECTS", "1")
             .env("GIT_ALLOW_PROTOCOL", "http:https")
             .env("LC_ALL", "C");
+        if let Some(index) = options.index_file {
+            command.env("GIT_INDEX_FILE", index);
+        }
+        if let Some((name, email)) = options.identity {
+            command
+                .env("GIT_AUTHOR_NAME", name)
+                .env("GIT_AUTHOR_EMAIL", email)
+                .env("GIT_COMMITTER_NAME", name)
+                .env("GIT_COMMITTER_EMAIL", email);
+        }
         if let Some(credential) = credential {
             command
                 .env("GIT_CONFIG_COUNT", "1")
@@ -169,7 +219,7 @@ impl Git {
         let timeout = self.timeout;
         let stdout = tokio::spawn(read_bounded(
             run.child_mut().stdout.take(),
-            STDOUT_LIMIT,
+            STDOUT_LIMIT + 1,
             false,
         ));
         let stderr = tokio::spawn(read_bounded(
@@ -195,9 +245,16 @@ impl Git {
         {
             return Err(error.into());
         }
-        if exit.success() {
+        let accepted = exit
+            .code()
+            .filter(|code| *code == 0 || options.accept_codes.contains(code));
+        if let Some(code) = accepted {
+            let truncated = stdout.len() > STDOUT_LIMIT;
+            let stdout = &stdout[..stdout.len().min(STDOUT_LIMIT)];
             return Ok(GitOutput {
-                stdout: String::from_utf8_lossy(&stdout).into_owned(),
+                stdout: String::from_utf8_lossy(stdout).into_owned(),
+                code,
+                truncated,
             });
         }
         let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();

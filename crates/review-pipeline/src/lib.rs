@@ -5,13 +5,18 @@
 //! Today: [`checkout`] (step 1 of every job), the hardened git runner it uses ([`git`]),
 //! the build + test gate ([`build_gate`], step 2), and the review flow
 //! ([`review`]) that runs them, the agent's two passes, and posts one review.
-//! [`progress`] is how a flow tells its caller what it is doing.
+//! [`progress`] is how a flow tells its caller what it is doing. [`ci`] is the CI
+//! check (`bot-ci-pending`), [`write`](mod@write) the write flow (`bot-changes-needed`).
+//! [`local`] is `review --local`: the review flow on a working tree's changes.
 
 pub mod build_gate;
 pub mod checkout;
+pub mod ci;
 pub mod git;
+pub mod local;
 pub mod progress;
 pub mod review;
+pub mod write;
 
 pub use checkout::{CheckoutError, CheckoutRequest, CheckoutSettings, Checkouts, Worktree};
 pub use git::GitCredential;

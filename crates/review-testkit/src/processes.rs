@@ -2,12 +2,21 @@
 //! everything that must leave no process behind (the agent runner, the build
 //! gate, review-sandbox) start a `sleep <marker>` and look for it afterwards.
 
-/// A number no other test process uses, for a marker argument
-/// (`sleep <marker>`, a valid if long duration): nextest runs each test in a
-/// process of its own, so our pid makes it unique among live processes;
-/// `slot` tells apart markers of one test.
+/// A number no other test uses, for a marker argument (`sleep <marker>`, a
+/// valid if long duration): our pid tells apart test processes (nextest runs
+/// each test in a process of its own) and a per-process counter the tests of
+/// one process (`cargo test` runs them on threads of one process, where the
+/// pid alone made two tests find each other's `sleep`); `slot` is kept in
+/// the last digit for readability.
 pub fn marker(slot: u32) -> String {
-    (9_000_000_000_u64 + u64::from(std::process::id()) * 10 + u64::from(slot)).to_string()
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let call = NEXT.fetch_add(1, Ordering::Relaxed) % 10_000;
+    (9_000_000_000_000_u64
+        + u64::from(std::process::id()) * 100_000
+        + call * 10
+        + u64::from(slot % 10))
+    .to_string()
 }
 
 /// Live processes (not zombies) whose command line holds `argument` as one

@@ -61,6 +61,7 @@
 //! so its id cannot have been reused by an unrelated process.
 
 pub mod environment;
+pub mod key_proxy;
 mod mcp_config;
 mod outcome;
 mod output;
@@ -78,6 +79,7 @@ use tokio::io::{
 use tracing::Instrument as _;
 
 pub use environment::is_github_credential;
+pub use key_proxy::KeyProxy;
 pub use mcp_config::{McpConfig, McpServerCommand, REVIEW_SERVER};
 pub use outcome::{AgentOutcome, AgentRun, PermissionDenial, TokenUsage};
 pub use review_sandbox::{BWRAP_ARGUMENTS, Confinement, Survivor};
@@ -184,6 +186,10 @@ impl ClaudeCode {
             push(&"--max-budget-usd");
             push(&budget.to_string());
         }
+        if let Some(schema) = &run.json_schema {
+            push(&"--json-schema");
+            push(&schema.to_string());
+        }
         arguments
     }
 
@@ -202,7 +208,22 @@ impl ClaudeCode {
 
     async fn run_in_span(&self, run: &ClaudeCodeRun) -> Result<AgentRun, AgentError> {
         let started = Instant::now();
-        let prepared = self.prepare(run)?;
+        // The real key never reaches the CLI's environment: the run gets a
+        // loopback proxy and a key of its own (`key_proxy`).
+        let proxy = match &self.settings.api_key {
+            Some(api_key) => Some(
+                KeyProxy::start(
+                    self.settings
+                        .base_url
+                        .as_deref()
+                        .unwrap_or(key_proxy::DEFAULT_UPSTREAM),
+                    api_key.clone(),
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        let prepared = self.prepare(run, proxy.as_ref())?;
         let mut processes = self.spawn(run, &prepared)?;
         let stderr = StderrCapture::start(
             processes.child_mut().stderr.take(),
@@ -332,7 +353,11 @@ impl ClaudeCode {
     }
 
     /// Create the run's directories and files and its environment.
-    fn prepare(&self, run: &ClaudeCodeRun) -> Result<Prepared, AgentError> {
+    fn prepare(
+        &self,
+        run: &ClaudeCodeRun,
+        proxy: Option<&KeyProxy>,
+    ) -> Result<Prepared, AgentError> {
         let create = |path: &Path| {
             std::fs::create_dir_all(path).map_err(|source| AgentError::File {
                 action: "create the directory",
@@ -381,8 +406,19 @@ impl ClaudeCode {
             None => run.run_directory.join("home"),
         };
         create(&home_directory)?;
+        let proxied;
+        let environment_settings = match proxy {
+            Some(proxy) => {
+                let mut settings = self.settings.clone();
+                settings.base_url = Some(proxy.base_url());
+                settings.api_key = Some(proxy.run_key().clone());
+                proxied = settings;
+                &proxied
+            }
+            None => &self.settings,
+        };
         let environment = ClaudeEnvironment::build(
-            &self.settings,
+            environment_settings,
             RunDirectories {
                 config: &config_directory,
                 home: &home_directory,

@@ -118,6 +118,10 @@ pub struct AgentRun {
     pub duration: Duration,
     /// The CLI's exit code (`None` when killed by a signal).
     pub exit_code: Option<i32>,
+    /// The answer the model gave through the CLI's structured-output tool,
+    /// when the run asked for one ([`super::ClaudeCodeRun::json_schema`]);
+    /// the CLI has checked it against the schema.
+    pub structured_output: Option<serde_json::Value>,
 }
 
 impl AgentRun {

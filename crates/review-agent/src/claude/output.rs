@@ -61,6 +61,9 @@ pub(crate) struct ResultEvent {
     /// Error details some error subtypes carry instead of `result`.
     #[serde(default)]
     errors: Vec<serde_json::Value>,
+    /// The structured-output tool's input, with `--json-schema`.
+    #[serde(default)]
+    structured_output: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -152,6 +155,7 @@ impl ResultEvent {
                 .collect(),
             duration: self.duration_ms.map_or(measured, Duration::from_millis),
             exit_code,
+            structured_output: self.structured_output,
         }
     }
 }
@@ -183,6 +187,20 @@ mod tests {
         assert_eq!(run.usage.cache_read_input_tokens, 3);
         assert_eq!(run.duration, Duration::from_millis(1200));
         assert_eq!(run.permission_denials[0].tool_name, "Bash");
+    }
+
+    #[test]
+    fn a_structured_output_is_carried_and_absent_without_json_schema() {
+        let run = result(
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"",
+                "structured_output":{"threads_addressed":[7],"build_passed":true,"summary":"s"}}"#,
+        );
+        assert_eq!(
+            run.structured_output,
+            Some(serde_json::json!({"threads_addressed":[7],"build_passed":true,"summary":"s"}))
+        );
+        let run = result(r#"{"type":"result","subtype":"success","is_error":false,"result":"x"}"#);
+        assert_eq!(run.structured_output, None);
     }
 
     #[test]

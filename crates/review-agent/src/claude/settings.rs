@@ -210,6 +210,11 @@ pub struct ClaudeCodeRun {
     /// Extra environment variables for the CLI (and so for its MCP servers
     /// and `Bash` commands). A GitHub credential is refused.
     pub environment: Vec<(String, String)>,
+    /// `--json-schema`: the run must end by answering an object of this JSON
+    /// Schema through the CLI's structured-output tool (the CLI checks it
+    /// and asks the model again when it does not fit); the answer is
+    /// [`super::AgentRun::structured_output`].
+    pub json_schema: Option<serde_json::Value>,
 }
 
 impl ClaudeCodeRun {
@@ -230,7 +235,15 @@ impl ClaudeCodeRun {
             mcp: None,
             allowed_tools: Vec::new(),
             environment: Vec::new(),
+            json_schema: None,
         }
+    }
+
+    /// Set [`ClaudeCodeRun::json_schema`].
+    #[must_use]
+    pub fn with_json_schema(mut self, schema: serde_json::Value) -> Self {
+        self.json_schema = Some(schema);
+        self
     }
 
     /// Set [`ClaudeCodeRun::system_prompt_file`].

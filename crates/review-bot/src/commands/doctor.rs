@@ -73,7 +73,11 @@ pub fn run(args: &DoctorArgs, config_file: Option<&Path>) -> anyhow::Result<Exit
     writeln!(stdout)?;
     writeln!(stdout, "Checks")?;
     stdout.flush()?;
-    let checks = super::block_on(run_checks(&loaded.config, &args.repositories))?;
+    let checks = super::block_on(run_checks(
+        &loaded.config,
+        loaded.file.as_deref(),
+        &args.repositories,
+    ))?;
     let mut failed = false;
     for check in checks {
         match check.verdict {
@@ -134,7 +138,11 @@ fn print_configuration(out: &mut impl std::io::Write, loaded: &Loaded) -> anyhow
     Ok(())
 }
 
-async fn run_checks(config: &Config, repositories: &[String]) -> Vec<Check> {
+async fn run_checks(
+    config: &Config,
+    config_file: Option<&Path>,
+    repositories: &[String],
+) -> Vec<Check> {
     let mut checks = Vec::new();
     let claude = check_claude_found(config).await;
     let claude_found = claude.verdict.is_ok();
@@ -157,6 +165,11 @@ async fn run_checks(config: &Config, repositories: &[String]) -> Vec<Check> {
     checks.push(Check {
         name: "bubblewrap",
         verdict: check_bubblewrap(config).await,
+    });
+    checks.extend(check_sandbox(config, config_file).await);
+    checks.push(Check {
+        name: "prompts",
+        verdict: check_prompts(config),
     });
     checks.push(Check {
         name: "GitHub",
@@ -384,6 +397,224 @@ async fn check_bubblewrap(config: &Config) -> Result<String, Failure> {
         Ok(_) => Ok(format!("{} runs a PID namespace", path.display())),
         Err(problem) => Err(failure(problem, fix)),
     }
+}
+
+/// The prompts and guides: shipped, or which files an override directory replaces.
+fn check_prompts(config: &Config) -> Result<String, Failure> {
+    let prompts = review_agent::prompts::Prompts::load(config.agent.prompts_dir.as_deref())
+        .map_err(|error| {
+            failure(
+                error.to_string(),
+                "fix the files in agent.prompts_dir, or unset it to use the shipped prompts",
+            )
+        })?;
+    let overridden: Vec<String> = prompts
+        .sources()
+        .into_iter()
+        .filter(|(_, source)| matches!(source, review_agent::prompts::PromptSource::Overridden(_)))
+        .map(|(name, _)| name)
+        .collect();
+    Ok(if overridden.is_empty() {
+        "the shipped prompts and guides".to_owned()
+    } else {
+        format!(
+            "shipped, with {} from agent.prompts_dir",
+            overridden.join(", ")
+        )
+    })
+}
+
+/// The sandbox a build runs in, tried with a hostile probe: it tries to read
+/// the configuration file, to write outside its directory, and leaves a
+/// process of a session of its own behind. One check each.
+async fn check_sandbox(config: &Config, config_file: Option<&Path>) -> Vec<Check> {
+    const NAMES: [&str; 3] = [
+        "sandbox: config file unreadable",
+        "sandbox: no writes outside",
+        "sandbox: no survivor",
+    ];
+    let all = |verdict: &Result<String, Failure>| {
+        NAMES
+            .into_iter()
+            .map(|name| Check {
+                name,
+                verdict: match verdict {
+                    Ok(found) => Ok(found.clone()),
+                    Err(Failure { problem, fix }) => Err(failure(problem.clone(), fix.clone())),
+                },
+            })
+            .collect::<Vec<_>>()
+    };
+    let Some(confinement) = config.build_confinement() else {
+        return all(&Ok(
+            "not checked: sandbox.mode = \"off\" (pull-request code is not confined)".to_owned(),
+        ));
+    };
+    match sandbox_probe(config, config_file, confinement).await {
+        Ok(findings) => NAMES
+            .into_iter()
+            .zip(findings)
+            .map(|(name, verdict)| Check { name, verdict })
+            .collect(),
+        Err(problem) => all(&Err(problem)),
+    }
+}
+
+/// Runs the probe; one verdict per name of [`check_sandbox`].
+async fn sandbox_probe(
+    config: &Config,
+    config_file: Option<&Path>,
+    confinement: review_sandbox::Confinement,
+) -> Result<Vec<Result<String, Failure>>, Failure> {
+    let fix = "install bubblewrap (apt-get install bubblewrap) and allow unprivileged user \
+               namespaces, or set sandbox.mode = \"off\" for trusted repositories only";
+    let containment = config.claude_settings(|_| None).containment;
+    let work_dir = config
+        .work_dir()
+        .map_err(|error| failure(format!("{error:#}"), "set work_dir"))?;
+    std::fs::create_dir_all(&work_dir).map_err(|error| {
+        failure(
+            format!("cannot create {}: {error}", work_dir.display()),
+            "make work_dir writable",
+        )
+    })?;
+    let probe_dir = tempfile::Builder::new()
+        .prefix("doctor-probe-")
+        .tempdir_in(&work_dir)
+        .map_err(|error| {
+            failure(
+                format!(
+                    "cannot create a probe directory in {}: {error}",
+                    work_dir.display()
+                ),
+                "make work_dir writable",
+            )
+        })?;
+    let outside = work_dir.join(format!(
+        "doctor-outside-{}",
+        probe_dir
+            .path()
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    ));
+    let config_path = config_file
+        .and_then(|file| file.canonicalize().ok())
+        .unwrap_or_default();
+    let script = "if [ -n \"$CONFIG\" ] && cat \"$CONFIG\" >/dev/null 2>&1; then echo read-config; fi\n\
+                  if : > \"$OUTSIDE\" 2>/dev/null; then echo wrote-outside; fi\n\
+                  setsid sleep 600 </dev/null >/dev/null 2>&1 &\n\
+                  echo done\n";
+    let (out, err, finished) = run_probe(
+        &containment,
+        confinement.with_writable(probe_dir.path()),
+        probe_dir.path(),
+        script,
+        &[
+            ("CONFIG", config_path.as_os_str()),
+            ("OUTSIDE", outside.as_os_str()),
+        ],
+    )
+    .await
+    .map_err(|error| failure(error.to_string(), fix))?;
+    let wrote = outside.exists();
+    let _ = std::fs::remove_file(&outside);
+    if !out.contains("done") {
+        let reason = containment
+            .failure(Path::new("sh"), &err)
+            .map_or_else(|| err.trim().to_owned(), |error| error.to_string());
+        return Err(failure(
+            format!("the confined probe did not run: {reason}"),
+            fix,
+        ));
+    }
+    let config_verdict = if config_path.as_os_str().is_empty() {
+        Ok("no configuration file to hide (nothing of the bot's is shown anyway)".to_owned())
+    } else if out.contains("read-config") {
+        Err(failure(
+            format!("a confined build read {}", config_path.display()),
+            "move the configuration file out of the toolchain directories on PATH, or report \
+             this as a bug",
+        ))
+    } else {
+        Ok(format!(
+            "{} is not visible to a build",
+            config_path.display()
+        ))
+    };
+    let write_verdict = if wrote {
+        Err(failure(
+            format!("a confined build wrote {}", outside.display()),
+            "report this as a bug; set sandbox.mode only after it is fixed",
+        ))
+    } else {
+        Ok("a build writes only its checkout and run directory".to_owned())
+    };
+    let survivor_verdict = match finished {
+        Ok(_) => Ok("a `setsid` process left by a build is gone when it ends".to_owned()),
+        Err(error) => Err(failure(error.to_string(), fix)),
+    };
+    Ok(vec![config_verdict, write_verdict, survivor_verdict])
+}
+
+/// Runs `sh -c script` confined as a build is, in `directory`; its standard
+/// output and error, and how finishing it went (survivors are an error).
+async fn run_probe(
+    containment: &review_sandbox::Containment,
+    confinement: review_sandbox::Confinement,
+    directory: &Path,
+    script: &str,
+    environment: &[(&str, &std::ffi::OsStr)],
+) -> Result<
+    (
+        String,
+        String,
+        Result<std::process::ExitStatus, review_sandbox::SandboxError>,
+    ),
+    review_sandbox::SandboxError,
+> {
+    use tokio::io::AsyncReadExt as _;
+    let mut command = containment.confined_command("sh", &confinement)?;
+    command
+        .args(["-c", script])
+        .current_dir(directory)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .envs(environment.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut contained = review_sandbox::Contained::spawn(containment, "sh", &mut command)?;
+    let mut stdout = contained
+        .child_mut()
+        .stdout
+        .take()
+        .expect("stdout is piped");
+    let mut stderr = contained
+        .child_mut()
+        .stderr
+        .take()
+        .expect("stderr is piped");
+    let read = async {
+        let mut out = String::new();
+        let mut err = String::new();
+        let _ = tokio::join!(
+            stdout.read_to_string(&mut out),
+            stderr.read_to_string(&mut err)
+        );
+        (out, err)
+    };
+    let (out, err) = match tokio::time::timeout(PROBE_TIMEOUT, async {
+        contained.leader_exited().await;
+        read.await
+    })
+    .await
+    {
+        Ok(output) => output,
+        Err(_) => (String::new(), "the probe did not finish in time".to_owned()),
+    };
+    let finished = contained.finish().await;
+    Ok((out, err, finished))
 }
 
 async fn check_github(config: &Config, repositories: &[String]) -> Result<String, Failure> {

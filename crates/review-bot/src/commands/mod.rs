@@ -8,6 +8,8 @@ pub mod panel;
 pub mod platform;
 pub mod replies;
 pub mod review;
+pub mod review_local;
+pub mod step;
 
 use std::process::ExitCode;
 
@@ -25,6 +27,7 @@ pub fn run(command: Command, config_file: Option<&std::path::Path>) -> anyhow::R
         Command::Panel(args) => panel::run(args),
         Command::Replies(command) => replies::run(&command),
         Command::Review(args) => review::run(&args, config_file),
+        Command::Step(args) => step::run(&args, config_file),
     }
 }
 

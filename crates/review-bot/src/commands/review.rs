@@ -31,10 +31,12 @@ use crate::config::{self, Config};
 
 /// `review-bot review`'s arguments.
 #[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools)] // Command-line flags.
 pub struct ReviewArgs {
-    /// The pull request: `OWNER/REPO#NUMBER` (or its GitHub URL).
-    #[arg(value_name = "OWNER/REPO#N")]
-    pub pull_request: String,
+    /// The pull request: `OWNER/REPO#NUMBER` (or its GitHub URL). With
+    /// `--local`: a directory of the working tree to review (default: `.`).
+    #[arg(value_name = "OWNER/REPO#N", required_unless_present = "local")]
+    pub pull_request: Option<String>,
 
     /// Do everything up to posting (checkout, build gate, both passes, merge,
     /// anchoring), then print the review on standard output instead of
@@ -46,10 +48,26 @@ pub struct ReviewArgs {
     /// (findings posted before are still not posted twice).
     #[arg(long)]
     pub force: bool,
+
+    /// Review the working tree's changes (committed and not, untracked files
+    /// included) against `--base`, with no GitHub: findings printed, and
+    /// shown in the review panel when one listens. Nothing is written to the
+    /// repository.
+    #[arg(long, conflicts_with_all = ["dry_run", "force"])]
+    pub local: bool,
+
+    /// With `--local`: the revision to review against (default: the merge
+    /// base of HEAD and the default branch: origin/HEAD, else main, else master).
+    #[arg(long, value_name = "REF", requires = "local")]
+    pub base: Option<String>,
+
+    /// With `--local`: print the findings document (schema v1.0) instead of a table.
+    #[arg(long, requires = "local")]
+    pub json: bool,
 }
 
 /// Parses `OWNER/REPO#N` or `https://HOST/OWNER/REPO/pull/N`.
-fn parse_target(text: &str) -> anyhow::Result<(RepositoryName, u64)> {
+pub(crate) fn parse_target(text: &str) -> anyhow::Result<(RepositoryName, u64)> {
     let usage = || {
         anyhow::anyhow!(
             "`{text}` is not a pull request: write OWNER/REPO#NUMBER (for example \
@@ -81,7 +99,10 @@ fn parse_target(text: &str) -> anyhow::Result<(RepositoryName, u64)> {
 
 /// Runs `review`.
 pub fn run(args: &ReviewArgs, config_file: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
-    let (repository, number) = parse_target(&args.pull_request)?;
+    if args.local {
+        return super::review_local::run(args, config_file);
+    }
+    let (repository, number) = parse_target(args.pull_request.as_deref().unwrap_or_default())?;
     let loaded = config::load(config_file)?;
     let parts = Parts::resolve(loaded)?;
     let target = format!("{repository}#{number}");
@@ -106,8 +127,8 @@ pub fn run(args: &ReviewArgs, config_file: Option<&std::path::Path>) -> anyhow::
 
 /// Everything `review` resolves from the configuration before it starts:
 /// every configuration mistake is found here and is an exit 2.
-struct Parts {
-    config: Config,
+pub(crate) struct Parts {
+    pub(crate) config: Config,
     prompts: Prompts,
     github: review_github::ClientSettings,
     work_dir: std::path::PathBuf,
@@ -117,7 +138,7 @@ struct Parts {
 }
 
 impl Parts {
-    fn resolve(loaded: config::Loaded) -> anyhow::Result<Self> {
+    pub(crate) fn resolve(loaded: config::Loaded) -> anyhow::Result<Self> {
         let config = loaded.config;
         let environment = |name: &str| std::env::var(name).ok();
         let model_credential = environment("ANTHROPIC_API_KEY")
@@ -137,6 +158,7 @@ impl Parts {
         )?;
         let mut claude = config.claude_settings(environment);
         claude.confinement = config.agent_confinement(&claude.executable)?;
+        refuse_without_confinement(&config, &claude.containment)?;
         Ok(Self {
             github: config.github_settings()?,
             work_dir: config.work_dir()?,
@@ -149,7 +171,7 @@ impl Parts {
     }
 
     /// The reviewer, with its clients opened.
-    async fn reviewer(self, repository: &RepositoryName) -> anyhow::Result<Reviewer> {
+    pub(crate) async fn reviewer(self, repository: &RepositoryName) -> anyhow::Result<Reviewer> {
         let config = &self.config;
         // octocrab needs the runtime to exist when the client is made.
         let github = GitHubClient::new(self.github)
@@ -206,8 +228,47 @@ impl Parts {
     }
 }
 
+/// With `sandbox.mode = "required"`, starts one confined `true` the way a
+/// build starts: where bubblewrap cannot confine (missing, user namespaces
+/// off, an old kernel), nothing may run, and this is an exit 2 that names the
+/// cause and every fix — before any GitHub request or agent run.
+pub(crate) fn refuse_without_confinement(
+    config: &Config,
+    containment: &review_sandbox::Containment,
+) -> anyhow::Result<()> {
+    let Some(confinement) = config.build_confinement() else {
+        return Ok(());
+    };
+    let review_sandbox::Containment::PidNamespace { bwrap } = containment else {
+        anyhow::bail!(
+            "sandbox.mode = \"required\" needs agent.containment = \"bubblewrap\", or set \
+             sandbox.mode = \"off\" for trusted repositories only"
+        );
+    };
+    let arguments = confinement
+        .bwrap_arguments()
+        .map_err(|error| anyhow::anyhow!("cannot confine pull-request code: {error}"))?;
+    let output = std::process::Command::new(bwrap)
+        .args(arguments)
+        .arg("true")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let problem = match output {
+        Ok(output) if output.status.success() => return Ok(()),
+        Ok(output) => String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        Err(error) => format!("cannot start {}: {error}", bwrap.display()),
+    };
+    anyhow::bail!(
+        "refusing to run: pull-request code must run confined (sandbox.mode = \"required\") \
+         and bubblewrap cannot confine it here: {problem}. To fix: {}; or set sandbox.mode = \
+         \"off\" (REVIEW_BOT_SANDBOX_MODE=off) for trusted repositories only. \
+         `review-bot doctor` shows the sandbox checks.",
+        review_sandbox::CONTAINMENT_FIXES
+    )
+}
+
 /// Prints the outcome and chooses the exit code.
-fn report(
+pub(crate) fn report(
     outcome: Result<ReviewReport, review_pipeline::ReviewFailure>,
     target: &str,
     wall: Duration,
@@ -296,18 +357,18 @@ fn summary_line(summary: &ReviewSummary, wall: Duration) -> String {
 
 /// Prints progress: a spinner per running step on a terminal, one plain line
 /// per finished step otherwise.
-struct StepPrinter {
+pub(crate) struct StepPrinter {
     spinner: Option<Arc<Mutex<Option<indicatif::ProgressBar>>>>,
 }
 
 impl StepPrinter {
-    fn new(interactive: bool) -> Self {
+    pub(crate) fn new(interactive: bool) -> Self {
         Self {
             spinner: interactive.then(|| Arc::new(Mutex::new(None))),
         }
     }
 
-    fn progress(&self) -> Progress {
+    pub(crate) fn progress(&self) -> Progress {
         let spinner = self.spinner.clone();
         Progress::new(move |event| match event {
             ProgressEvent::Started { step } => {
@@ -349,7 +410,7 @@ impl StepPrinter {
         })
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(spinner) = &self.spinner
             && let Some(bar) = spinner.lock().expect("spinner lock").take()
         {

@@ -11,6 +11,8 @@ mod panel;
 mod platform;
 mod replies;
 mod review;
+mod review_local;
+mod step;
 
 use std::path::Path;
 use std::process::Command;

@@ -608,3 +608,29 @@ async fn a_run_killed_after_posting_the_review_is_finished_by_the_next_without_d
     assert_eq!(listing["total_comments"], 0, "{listing}");
     assert_eq!(listing["replied_comments_filtered"], 1, "{listing}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_confinement_nothing_runs_and_the_refusal_names_the_fixes() {
+    let script = Script::new([Turn::text("never asked")]);
+    let Some(world) = World::start(script, "echo ok\n").await else {
+        return;
+    };
+    world.sim.clear_requests();
+    let target = format!("acme/widgets#{}", world.pull.number());
+    let mut command = world.command(&[target.as_str()]);
+    command.env(
+        "REVIEW_BOT_AGENT_BWRAP_PATH",
+        world.dir.path().join("no-bubblewrap-here"),
+    );
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(message.contains("refusing to run"), "{message}");
+    assert!(message.contains("apt-get install bubblewrap"), "{message}");
+    assert!(message.contains("sandbox.mode"), "{message}");
+    assert!(world.sim.requests().is_empty(), "GitHub was asked");
+    assert!(world.model.all_requests().is_empty(), "the model was asked");
+    assert_eq!(world.labels(), ["bot-review-needed"]);
+}

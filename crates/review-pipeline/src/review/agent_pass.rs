@@ -10,7 +10,8 @@
 //! written by the runner outside the confinement) sit beside it. The MCP server is `review-bot mcp --snapshot …` from the
 //! same executable, with a panel socket inside the run directory where nothing
 //! listens, so a `present_review` of a pipeline run lands in the run
-//! directory's `review.md` and never in a developer's panel.
+//! directory's `review.md` and never in a developer's panel ([`PassOptions`]
+//! lets `review --local` name the developer's panel instead).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -19,7 +20,9 @@ use std::time::Duration;
 
 use review_agent::AgentError;
 use review_agent::claude::{AgentRun, ClaudeCode, ClaudeCodeRun, McpConfig, McpServerCommand};
-use review_agent::prompts::{PromptError, Prompts, review_user_message};
+use review_agent::prompts::{
+    PromptError, Prompts, review_user_message, review_user_message_with_base,
+};
 use review_core::agent_requests::AgentRequest;
 use review_core::footer::ReviewId;
 use review_core::passes::Pass;
@@ -114,8 +117,30 @@ pub fn transcript_path(run_directory: &Path, review_id: ReviewId, pass: Pass) ->
     run_directory.join(format!("{review_id}-{}.json", pass_name(pass)))
 }
 
+/// What a pass may do beyond the pipeline's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct PassOptions<'a> {
+    /// The review panel socket the MCP server delivers `present_review` to.
+    /// `None` (the pipeline): a socket in the pass's directory where nothing
+    /// listens, so the review lands in the pass's `review.md`. The caller
+    /// makes the socket reachable from the agent's confinement.
+    pub panel_socket: Option<&'a Path>,
+    /// The base branch to name in the user message (`git diff
+    /// refs/heads/BASE...HEAD`); `None`: not named.
+    pub base_ref: Option<&'a str>,
+}
+
 /// Runs one pass and collects its requests.
 pub async fn run_pass(setup: &PassSetup<'_>, pass: Pass) -> Result<PassResult, PassError> {
+    run_pass_with(setup, pass, &PassOptions::default()).await
+}
+
+/// [`run_pass`] with [`PassOptions`].
+pub async fn run_pass_with(
+    setup: &PassSetup<'_>,
+    pass: Pass,
+    options: &PassOptions<'_>,
+) -> Result<PassResult, PassError> {
     let name = pass_name(pass);
     let system_prompt = setup.prompts.review_system_prompt(pass, setup.guides)?;
     let prompt_path = setup.run_directory.join(format!("{name}-system-prompt.md"));
@@ -155,11 +180,19 @@ pub async fn run_pass(setup: &PassSetup<'_>, pass: Pass) -> Result<PassResult, P
             "--run-dir".to_owned(),
             agent_directory.display().to_string(),
             "--panel-socket".to_owned(),
-            agent_directory.join("no-panel.sock").display().to_string(),
+            options.panel_socket.map_or_else(
+                || agent_directory.join("no-panel.sock").display().to_string(),
+                |socket| socket.display().to_string(),
+            ),
         ],
         BTreeMap::new(),
     );
-    let message = review_user_message(pass, setup.repository, setup.number, setup.title);
+    let message = match options.base_ref {
+        Some(base) => {
+            review_user_message_with_base(pass, setup.repository, setup.number, setup.title, base)
+        }
+        None => review_user_message(pass, setup.repository, setup.number, setup.title),
+    };
     let run = ClaudeCodeRun::new(message, setup.worktree, &agent_directory)
         .with_system_prompt_file(&prompt_path)
         .with_transcript_path(&transcript)

@@ -423,21 +423,9 @@ impl Job<'_> {
             return Err(self.fail(error, run_id).await);
         }
 
-        let saved = if self.request.dry_run {
-            None
-        } else {
-            ReviewPlan::load(&self.run_directory, self.review_id.0)
-        };
-        let plan = match saved {
-            Some(plan) => {
-                self.progress
-                    .note("the review was already decided; posting what is left of it");
-                plan
-            }
-            None => match self.make_plan().await {
-                Ok(plan) => plan,
-                Err(error) => return Err(self.fail(error, run_id).await),
-            },
+        let plan = match self.obtain_plan(run_id).await? {
+            Ok(plan) => plan,
+            Err(report) => return Ok(report),
         };
         self.summary.outcome = Some(plan.outcome);
         if let PlannedAction::Review { payload, .. } = &plan.action {
@@ -473,6 +461,48 @@ impl Job<'_> {
             tracing::warn!(%error, "the review was posted but its run could not be marked finished");
         }
         Ok(ReviewReport::Completed(self.summary.clone()))
+    }
+
+    /// The plan: the one an earlier run of this review saved, or a new one.
+    /// `Err(report)` when there is nothing to review after all (the head
+    /// moved while it was being reviewed).
+    async fn obtain_plan(
+        &mut self,
+        run_id: Option<review_store::RunId>,
+    ) -> Result<Result<ReviewPlan, ReviewReport>, ReviewFailure> {
+        let saved = if self.request.dry_run {
+            None
+        } else {
+            ReviewPlan::load(&self.run_directory, self.review_id.0)
+        };
+        Ok(match saved {
+            Some(plan) => {
+                self.progress
+                    .note("the review was already decided; posting what is left of it");
+                Ok(plan)
+            }
+            None => match self.make_plan().await {
+                Ok(plan) => Ok(plan),
+                Err(ReviewError::Checkout(CheckoutError::HeadMissing { sha, .. })) => {
+                    // Pushed to while we looked: not a failure to report, the
+                    // new head gets its own review.
+                    if let Some(run_id) = run_id
+                        && let Err(error) =
+                            self.reviewer.store.finish_run(run_id, "superseded").await
+                    {
+                        tracing::warn!(%error, "could not record the run as superseded");
+                    }
+                    return Ok(Err(ReviewReport::NothingToDo {
+                        reason: format!(
+                            "the pull request's head moved past {} while it was being reviewed; \
+                             review it again for the new head",
+                            short_sha(&sha)
+                        ),
+                    }));
+                }
+                Err(error) => return Err(self.fail(error, run_id).await),
+            },
+        })
     }
 
     /// Steps 2–4: snapshot, checkout, gate, passes, composition.

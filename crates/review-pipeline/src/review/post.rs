@@ -270,9 +270,9 @@ fn failure_body(
 ) -> String {
     let summary = footer::defuse(&error.public_summary()).into_owned();
     let retry = format!(
-        "**To retry**, run `review-bot review {}#{}` where the bot runs (the daemon retries on its \
-         own while the pull request keeps its `bot-review-needed` label). The bot's log has the \
-         details under review `{}`.",
+        "**To retry**, run `review-bot review {}#{}` where the bot runs, or leave it to the \
+         daemon, which tries again while the pull request keeps its bot label. The bot's log \
+         has the details under run `{}`.",
         job.request.repository, job.request.number, job.review_id,
     );
     let text = if job.posting {

@@ -240,6 +240,10 @@ pub(crate) struct PullRequest {
     pub reviews: Vec<Review>,
     pub review_comments: Vec<ReviewComment>,
     pub issue_comments: Vec<IssueComment>,
+    /// For a pull request from a fork: the fork's full name (lower-cased key
+    /// of another repository of the simulator), shown as `head.repo`. The
+    /// head branch itself still lives in this repository's git.
+    pub head_repository: Option<String>,
 }
 
 /// A repository's records (its content is the bare git repository at `git_dir`).

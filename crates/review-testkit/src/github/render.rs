@@ -324,6 +324,21 @@ pub(crate) fn pull_request(
             "repo": self::repository(state, repository),
         })
     };
+    // A pull request from a fork shows the fork as its head's repository.
+    let fork = pull
+        .head_repository
+        .as_ref()
+        .and_then(|key| state.repositories.get(key));
+    let head = match fork {
+        Some(fork) => json!({
+            "label": format!("{}:{}", fork.owner, pull.head_ref),
+            "ref": pull.head_ref,
+            "sha": head_sha,
+            "user": user(state, &fork.owner),
+            "repo": self::repository(state, fork),
+        }),
+        None => branch(&pull.head_ref, head_sha),
+    };
     let review_comments = pull.review_comments.len();
     let links = json!({
         "self": {"href": format!("{api}/pulls/{number}")},
@@ -368,7 +383,7 @@ pub(crate) fn pull_request(
         "assignees": [],
         "requested_reviewers": [],
         "requested_teams": [],
-        "head": branch(&pull.head_ref, head_sha),
+        "head": head,
         "base": branch(&pull.base_ref, base_sha),
         "_links": links,
         "author_association": author_association(repository, &pull.author),

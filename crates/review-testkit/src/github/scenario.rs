@@ -789,6 +789,7 @@ impl RepoHandle {
             author: None,
             labels: Vec::new(),
             draft: false,
+            fork: None,
         }
     }
 
@@ -1131,9 +1132,18 @@ pub struct PullRequestBuilder {
     author: Option<String>,
     labels: Vec<String>,
     draft: bool,
+    fork: Option<String>,
 }
 
 impl PullRequestBuilder {
+    /// Shows the pull request as coming from a fork: `head.repo` is the
+    /// simulator's repository `full_name` (create it first), as for a
+    /// contributor's fork on GitHub. The head branch still lives here.
+    pub fn from_fork(mut self, full_name: &str) -> Self {
+        self.fork = Some(full_name.to_ascii_lowercase());
+        self
+    }
+
     /// The base branch (default: the repository's default branch).
     pub fn base(mut self, branch: &str) -> Self {
         self.base = Some(branch.to_owned());
@@ -1291,6 +1301,7 @@ impl PullRequestBuilder {
                     reviews: Vec::new(),
                     review_comments: Vec::new(),
                     issue_comments: Vec::new(),
+                    head_repository: self.fork,
                 },
             );
             number

@@ -5,4 +5,5 @@
 
 mod github;
 mod model_server;
+mod model_sim;
 mod standalone;
