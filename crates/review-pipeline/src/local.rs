@@ -730,10 +730,10 @@ impl LocalReviewer {
                     report.agent_turns += result.run.num_turns;
                     report.timings.agent += result.run.duration;
                     step.done(format!(
-                        "{} request{}, {} turns, ${:.2}, {:.1} s",
+                        "{} request{}, {}, ${:.2}, {:.1} s",
                         result.requests.len(),
                         if result.requests.len() == 1 { "" } else { "s" },
-                        result.run.num_turns,
+                        crate::progress::turns(result.run.num_turns),
                         result.run.total_cost_usd,
                         result.run.duration.as_secs_f64(),
                     ));

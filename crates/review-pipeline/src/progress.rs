@@ -112,3 +112,8 @@ impl Step {
         });
     }
 }
+
+/// `1 turn`, `2 turns`: an agent's turn count as the progress lines say it.
+pub fn turns(count: u32) -> String {
+    format!("{count} turn{}", if count == 1 { "" } else { "s" })
+}

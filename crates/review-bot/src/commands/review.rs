@@ -343,9 +343,9 @@ fn summary_line(summary: &ReviewSummary, wall: Duration) -> String {
         summary.label.as_deref().unwrap_or("unchanged")
     ));
     parts.push(format!(
-        "agent ${:.2}, {} turns, {:.1} s",
+        "agent ${:.2}, {}, {:.1} s",
         summary.agent_cost_usd,
-        summary.agent_turns,
+        review_pipeline::progress::turns(summary.agent_turns),
         summary.agent_time.as_secs_f64()
     ));
     parts.push(format!("wall {:.1} s", wall.as_secs_f64()));

@@ -219,9 +219,9 @@ fn summary_line(report: &LocalReport, wall: Duration) -> String {
     }
     let timings = &report.timings;
     parts.push(format!(
-        "agent ${:.2}, {} turns, {:.1} s",
+        "agent ${:.2}, {}, {:.1} s",
         report.agent_cost_usd,
-        report.agent_turns,
+        review_pipeline::progress::turns(report.agent_turns),
         timings.agent.as_secs_f64()
     ));
     parts.push(format!(

@@ -691,10 +691,10 @@ impl Job<'_> {
                     self.record_pass(pass, Some(&result.run), &result.transcript)
                         .await;
                     step.done(format!(
-                        "{} request{}, {} turns, ${:.2}, {:.1} s{}",
+                        "{} request{}, {}, ${:.2}, {:.1} s{}",
                         result.requests.len(),
                         if result.requests.len() == 1 { "" } else { "s" },
-                        result.run.num_turns,
+                        crate::progress::turns(result.run.num_turns),
                         result.run.total_cost_usd,
                         result.run.duration.as_secs_f64(),
                         if result.skipped.is_empty() {

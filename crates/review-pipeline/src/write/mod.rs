@@ -203,9 +203,9 @@ impl WriteSummary {
             self.label.as_deref().unwrap_or("unchanged")
         ));
         parts.push(format!(
-            "agent ${:.2}, {} turns, {:.1} s",
+            "agent ${:.2}, {}, {:.1} s",
             self.agent_cost_usd,
-            self.agent_turns,
+            crate::progress::turns(self.agent_turns),
             self.agent_time.as_secs_f64()
         ));
         parts.push(format!("wall {:.1} s", wall.as_secs_f64()));
@@ -716,8 +716,8 @@ impl Job<'_> {
                     Ok(run) => {
                         self.add_agent(&run);
                         step.done(format!(
-                            "{} turns, ${:.2}, {:.1} s",
-                            run.num_turns,
+                            "{}, ${:.2}, {:.1} s",
+                            crate::progress::turns(run.num_turns),
                             run.total_cost_usd,
                             run.duration.as_secs_f64()
                         ));
@@ -789,7 +789,7 @@ impl Job<'_> {
             Ok(fix) => {
                 self.add_agent(&fix.run);
                 step.done(format!(
-                    "{} thread(s) addressed, {} repl{}, {}{} turns, ${:.2}, {:.1} s",
+                    "{} thread(s) addressed, {} repl{}, {}{}, ${:.2}, {:.1} s",
                     fix.report.threads_addressed.len(),
                     fix.replies.len(),
                     if fix.replies.len() == 1 { "y" } else { "ies" },
@@ -798,7 +798,7 @@ impl Job<'_> {
                     } else {
                         "unstructured answer, "
                     },
-                    fix.run.num_turns,
+                    crate::progress::turns(fix.run.num_turns),
                     fix.run.total_cost_usd,
                     fix.run.duration.as_secs_f64()
                 ));
