@@ -634,3 +634,87 @@ async fn without_confinement_nothing_runs_and_the_refusal_names_the_fixes() {
     assert!(world.model.all_requests().is_empty(), "the model was asked");
     assert_eq!(world.labels(), ["bot-review-needed"]);
 }
+
+/// The canary in the bot's own configuration file.
+const CANARY: &str = "canary-5f1d-the-build-must-not-see-this";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_build_reaches_nothing_of_the_bots_and_its_plants_never_run() {
+    // Outside every job: the bot's config file (with a canary) and its store.
+    let outside = tempfile::tempdir().unwrap();
+    let outside_path = outside.path().display().to_string();
+    let config = outside.path().join("review-bot.toml");
+    std::fs::write(&config, format!("[github]\nbot_login = \"{CANARY}\"\n")).unwrap();
+    let marker = review_testkit::processes::marker(1);
+    let hostile = format!(
+        "echo '== config'; cat {outside_path}/review-bot.toml\n\
+         echo '== store'; head -c 64 {outside_path}/store.sqlite3\n\
+         echo '== env'; env\n\
+         echo '== processes'; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done\n\
+         echo '== home'; ls -la /root /home 2>&1\n\
+         echo '== write'; touch {outside_path}/escaped\n\
+         setsid sleep {marker} >/dev/null 2>&1 </dev/null &\n\
+         common=$(git rev-parse --git-common-dir)\n\
+         mkdir -p \"$common/hooks\" && printf '#!/bin/sh\\ntouch {outside_path}/hook-ran\\n' > \"$common/hooks/post-checkout\" && chmod +x \"$common/hooks/post-checkout\"\n\
+         git config core.fsmonitor 'touch {outside_path}/fsmonitor-ran'\n\
+         echo '== done'\n\
+         exit 1\n"
+    );
+    let script = Script::new([Turn::text("never asked")]);
+    let Some(world) = World::start(script, &hostile).await else {
+        return;
+    };
+    let run = |arguments: &[&str]| {
+        let target = format!("acme/widgets#{}", world.pull.number());
+        let mut command = world.command(&[target.as_str()]);
+        command
+            .args(arguments)
+            .env("REVIEW_BOT_CONFIG", &config)
+            .env(
+                "REVIEW_BOT_DATABASE_URL",
+                format!("sqlite://{outside_path}/store.sqlite3"),
+            );
+        command.output().unwrap()
+    };
+    let output = tokio::task::block_in_place(|| run(&[]));
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let comments = world.pull.issue_comments().unwrap();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    let body = &comments[0].body;
+    assert!(
+        body.contains("== done"),
+        "the hostile script ran to its end: {body}"
+    );
+    for secret in [
+        CANARY,
+        world.bot.token.as_str(),
+        "sk-ant-scripted-model-server",
+        "SQLite format",
+        "REVIEW_BOT_",
+    ] {
+        assert!(!body.contains(secret), "{secret} reached the build: {body}");
+    }
+    assert!(
+        !outside.path().join("escaped").exists(),
+        "the build wrote outside"
+    );
+    assert_eq!(
+        review_testkit::processes::live_processes_with_argument(&marker),
+        Vec::<u32>::new(),
+        "a process of the build outlived it"
+    );
+
+    // A second review of the same repository: nothing the build planted runs.
+    let again = tokio::task::block_in_place(|| run(&["--force"]));
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        !outside.path().join("hook-ran").exists(),
+        "a planted hook ran"
+    );
+    assert!(
+        !outside.path().join("fsmonitor-ran").exists(),
+        "a planted fsmonitor ran"
+    );
+    assert!(world.model.all_requests().is_empty(), "the model was asked");
+}
