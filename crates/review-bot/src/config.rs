@@ -135,6 +135,7 @@ pub const KEYS: &[Key] = &[
     key("git.timeout_secs", "a whole number of seconds"),
     key("sandbox.mode", "one of \"required\", \"off\""),
     key("sandbox.build_network", "true or false"),
+    key("sandbox.shared_caches", "true or false"),
 ];
 
 impl Key {
@@ -419,6 +420,9 @@ pub struct SandboxConfig {
     pub mode: SandboxMode,
     /// Whether builds and tests may use the network (to fetch dependencies).
     pub build_network: bool,
+    /// Whether a repository's builds share one `HOME` (dependency caches)
+    /// across jobs, under `work_dir/caches`. Off: a fresh one per job.
+    pub shared_caches: bool,
 }
 
 impl Default for SandboxConfig {
@@ -426,6 +430,7 @@ impl Default for SandboxConfig {
         Self {
             mode: SandboxMode::Required,
             build_network: true,
+            shared_caches: false,
         }
     }
 }
@@ -450,6 +455,14 @@ impl Config {
              in the configuration file or REVIEW_BOT_WORK_DIR",
         )?;
         Ok(cache.join("review-bot"))
+    }
+
+    /// Where the builds' shared homes live, with `sandbox.shared_caches`.
+    pub fn shared_caches(&self) -> Option<PathBuf> {
+        if !self.sandbox.shared_caches {
+            return None;
+        }
+        self.work_dir().ok().map(|work_dir| work_dir.join("caches"))
     }
 
     /// The confinement of the build and test gate, per `[sandbox]`; the gate

@@ -88,9 +88,39 @@ pub struct BuildGateSettings {
     /// the network is kept. `None`: not confined (only the processes are
     /// held).
     pub confinement: Option<Confinement>,
+    /// Opt-in: a directory under which each repository gets one `HOME` its
+    /// builds share (dependency caches survive from job to job: faster, but a
+    /// hostile pull request can poison what the next build of the same
+    /// repository downloads and runs). `None` (the default): a fresh `HOME`
+    /// per job. Applied by [`BuildGateSettings::for_repository`].
+    pub shared_caches: Option<PathBuf>,
+    /// The shared `HOME` of this job's repository, when `shared_caches` is set
+    /// (made by [`BuildGateSettings::for_repository`]).
+    pub shared_home: Option<PathBuf>,
 }
 
 impl BuildGateSettings {
+    /// These settings for a job of `repository` (`owner/name`): with
+    /// `shared_caches`, the builds' `HOME` is `shared_caches/owner/name`.
+    #[must_use]
+    pub fn for_repository(&self, repository: &str) -> Self {
+        let mut settings = self.clone();
+        settings.shared_home = self.shared_caches.as_ref().and_then(|root| {
+            let mut parts = repository.split('/');
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some(owner), Some(name), None)
+                    if [owner, name].iter().all(|part| {
+                        !part.is_empty() && *part != "." && *part != ".." && !part.contains('\0')
+                    }) =>
+                {
+                    Some(root.join(owner).join(name))
+                }
+                _ => None,
+            }
+        });
+        settings
+    }
+
     /// Bubblewrap containment, the bot's own `PATH`, and `timeout`
     /// (`review.build_timeout_secs`; [`DEFAULT_TIMEOUT`] by default).
     pub fn new(timeout: Duration) -> Self {
@@ -99,6 +129,8 @@ impl BuildGateSettings {
             timeout,
             path: std::env::var_os("PATH").unwrap_or_else(|| FALLBACK_PATH.into()),
             confinement: None,
+            shared_caches: None,
+            shared_home: None,
         }
     }
 
@@ -304,7 +336,10 @@ pub async fn run_commands(
         });
     }
     let build_directory = run_directory.join("build");
-    let home = build_directory.join("home");
+    let home = settings
+        .shared_home
+        .clone()
+        .unwrap_or_else(|| build_directory.join("home"));
     let temporary = build_directory.join("tmp");
     for directory in [&build_directory, &home, &temporary] {
         create_private_directory(directory)?;
@@ -316,7 +351,8 @@ pub async fn run_commands(
             confinement
                 .clone()
                 .with_git_worktree(worktree)?
-                .with_writable(&build_directory),
+                .with_writable(&build_directory)
+                .with_writable(&home),
         ),
         None => None,
     };

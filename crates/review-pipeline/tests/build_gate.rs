@@ -538,3 +538,52 @@ async fn an_ordinary_build_passes_confined() {
     assert!(job.worktree("pr-1").join("built.txt").exists());
     assert!(job.run().join("build/home/cache").exists());
 }
+
+#[tokio::test]
+async fn shared_caches_are_shared_by_one_repositorys_jobs_only_and_off_by_default() {
+    let caches = tempfile::tempdir().unwrap();
+    let fixture = Fixture::new(
+        TESTS_ONLY_README,
+        &[(
+            "run-tests.sh",
+            "if [ -f \"$HOME/cache\" ]; then echo warm; else echo cold; echo cached > \"$HOME/cache\"; fi",
+        )],
+    );
+    let mut shared = BuildGateSettings::new(DEFAULT_TIMEOUT);
+    shared.shared_caches = Some(caches.path().to_owned());
+    let run_for = |settings: BuildGateSettings| {
+        let fixture = &fixture;
+        async move {
+            let run = tempfile::tempdir().unwrap();
+            let outcome =
+                build_gate::run_gate(&settings, fixture.worktree(), run.path(), None).await;
+            assert!(
+                matches!(outcome, Ok(GateOutcome::Passed { .. })),
+                "{outcome:?}"
+            );
+            std::fs::read_to_string(run.path().join("build/01.log")).unwrap()
+        }
+    };
+    // Two jobs of acme/widgets: the second finds what the first cached.
+    assert_eq!(
+        run_for(shared.for_repository("acme/widgets")).await,
+        "cold\n"
+    );
+    assert_eq!(
+        run_for(shared.for_repository("acme/widgets")).await,
+        "warm\n"
+    );
+    assert!(caches.path().join("acme/widgets/cache").exists());
+    // Another repository, and the default: a home of their own.
+    assert_eq!(
+        run_for(shared.for_repository("acme/gadgets")).await,
+        "cold\n"
+    );
+    let default = BuildGateSettings::new(DEFAULT_TIMEOUT);
+    assert_eq!(
+        run_for(default.for_repository("acme/widgets")).await,
+        "cold\n"
+    );
+    // A name that is not OWNER/REPO never picks a shared home.
+    assert_eq!(shared.for_repository("../etc").shared_home, None);
+}

@@ -85,3 +85,46 @@ async fn the_agents_tools_reach_nothing_of_the_bots_and_its_mcp_server_still_run
         "written\n"
     );
 }
+
+#[tokio::test]
+async fn a_confined_runs_detached_bash_command_is_gone_when_the_run_is_stopped() {
+    use std::time::Duration;
+
+    use review_testkit::processes::{live_processes_with_argument, marker};
+
+    let detached = marker(1);
+    let command = format!(
+        "setsid sleep {detached} >/dev/null 2>&1 </dev/null & pid=$!; \
+         until case \"$(tr '\\0' ' ' < /proc/$pid/cmdline 2>/dev/null)\" in *sleep*) true ;; \
+         *) false ;; esac; do :; done; echo started"
+    );
+    // The command detaches a process, then the model hangs: the run is
+    // stopped while the detached process would still be running.
+    let Some(mut harness) = Harness::start(
+        Script::new([Turn::tool(
+            "Bash",
+            json!({"command": command, "description": "Start a detached process"}),
+        )])
+        .then_forever(Turn::hang()),
+    )
+    .await
+    else {
+        return;
+    };
+    harness.settings = harness.settings.clone().with_confinement(
+        Confinement::new().with_readable(review_testkit::tools::tools_dir().join("claude-code")),
+    );
+    let run = harness.run("Go.");
+    let claude = harness.claude();
+    let running = claude.run(&run);
+    let command_ran = harness.server.wait_for_requests(2, Duration::from_mins(2));
+    tokio::select! {
+        outcome = running => panic!("the run ended on its own: {outcome:?}"),
+        ran = command_ran => assert!(ran, "the Bash command never ran"),
+    }
+    let results = harness.server.requests()[1].last_tool_results();
+    assert!(results[0].text.contains("started"), "{results:?}");
+    // The run's future is dropped: every process of it is gone, the one in a
+    // session of its own included.
+    assert_eq!(live_processes_with_argument(&detached), Vec::<u32>::new());
+}

@@ -210,6 +210,7 @@ impl Parts {
             BuildGateSettings::new(Duration::from_secs(config.review.build_timeout_secs))
                 .with_containment(containment);
         build_gate.confinement = config.build_confinement();
+        build_gate.shared_caches = config.shared_caches();
         Ok(Reviewer {
             github,
             store,

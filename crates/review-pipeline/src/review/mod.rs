@@ -599,7 +599,10 @@ impl Job<'_> {
         let mut notes = Vec::new();
         let step = self.progress.step("build and test");
         let gate = build_gate::run_gate(
-            &reviewer.settings.build_gate,
+            &reviewer
+                .settings
+                .build_gate
+                .for_repository(&self.request.repository.to_string()),
             worktree,
             &self.run_directory,
             reviewer.settings.build_commands.as_ref(),

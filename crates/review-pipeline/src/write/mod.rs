@@ -862,7 +862,10 @@ impl Job<'_> {
             None => step.done("no commands documented; skipped"),
             Some(commands) => {
                 let gate = build_gate::run_gate(
-                    &reviewer.settings.build_gate,
+                    &reviewer
+                        .settings
+                        .build_gate
+                        .for_repository(&self.request.repository.to_string()),
                     worktree,
                     &self.run_directory,
                     Some(commands),
