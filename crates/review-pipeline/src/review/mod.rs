@@ -21,7 +21,7 @@
 pub mod agent_pass;
 pub mod compose;
 pub mod plan;
-mod post;
+pub mod post;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -123,36 +123,19 @@ async fn post_replies(
     let mut gone = 0;
     for reply in replies {
         if !already.contains(&reply.thread_id) {
-            let thread = Some(ThreadId(reply.thread_id));
-            let result = match reply.target {
-                ReplyTarget::ReviewComment => github
-                    .reply_to_review_comment(
-                        repository,
-                        number,
-                        reply.comment_id,
-                        &reply.body,
-                        thread,
-                    )
-                    .await
-                    .map(|posted| posted.already_existed),
-                ReplyTarget::IssueComment => github
-                    .create_issue_comment(repository, number, &reply.body, thread)
-                    .await
-                    .map(|posted| posted.already_existed),
+            let to_post = ReplyToPost {
+                comment_id: reply.comment_id,
+                target: reply.target,
+                body: &reply.body,
+                thread_id: reply.thread_id,
             };
-            match result {
-                Ok(false) => posted_now += 1,
-                Ok(true) => {}
-                Err(GitHubError::NotFound { .. }) => {
-                    // Deleted since the snapshot: nothing to answer.
+            match post_planned_reply(github, repository, number, to_post).await? {
+                ReplyOutcome::Posted => posted_now += 1,
+                ReplyOutcome::AlreadyThere => {}
+                ReplyOutcome::CommentGone => {
                     gone += 1;
-                    tracing::warn!(
-                        comment = reply.comment_id,
-                        "the comment to reply to is gone; reply not posted"
-                    );
                     continue;
                 }
-                Err(error) => return Err(error.into()),
             }
         }
         store
@@ -169,6 +152,64 @@ async fn post_replies(
         }
     ));
     Ok(())
+}
+
+/// What became of one planned reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyOutcome {
+    /// Posted now.
+    Posted,
+    /// GitHub already had it (found by its `thread::` id or exact body).
+    AlreadyThere,
+    /// The comment it answers was deleted since the snapshot: nothing to answer.
+    CommentGone,
+}
+
+/// One reply to post (the review flow's and the write flow's plans both hold them).
+#[derive(Debug, Clone, Copy)]
+pub struct ReplyToPost<'a> {
+    /// The comment answered.
+    pub comment_id: u64,
+    /// Its kind.
+    pub target: ReplyTarget,
+    /// The body, footer included.
+    pub body: &'a str,
+    /// The `thread::` id in the footer.
+    pub thread_id: Uuid,
+}
+
+/// Posts one planned reply — threaded under a review comment, or a
+/// conversation comment quoting an issue comment — for the review and the
+/// write flows alike. The caller records it in the store unless the comment is gone.
+pub async fn post_planned_reply(
+    github: &review_github::GitHubClient,
+    repository: &review_github::RepositoryName,
+    number: u64,
+    reply: ReplyToPost<'_>,
+) -> Result<ReplyOutcome, GitHubError> {
+    let thread = Some(ThreadId(reply.thread_id));
+    let already = match reply.target {
+        ReplyTarget::ReviewComment => github
+            .reply_to_review_comment(repository, number, reply.comment_id, reply.body, thread)
+            .await
+            .map(|posted| posted.already_existed),
+        ReplyTarget::IssueComment => github
+            .create_issue_comment(repository, number, reply.body, thread)
+            .await
+            .map(|posted| posted.already_existed),
+    };
+    match already {
+        Ok(false) => Ok(ReplyOutcome::Posted),
+        Ok(true) => Ok(ReplyOutcome::AlreadyThere),
+        Err(GitHubError::NotFound { .. }) => {
+            tracing::warn!(
+                comment = reply.comment_id,
+                "the comment to reply to is gone; reply not posted"
+            );
+            Ok(ReplyOutcome::CommentGone)
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// Makes the outcome's label the pull request's only bot label.

@@ -67,6 +67,7 @@ use crate::ci::{BotComments, set_outcome_label};
 use crate::git::GitCredential;
 use crate::progress::Progress;
 use crate::review::agent_pass::{PassError, write_private};
+use crate::review::post::{ReplyOutcome, ReplyToPost};
 use crate::review::{Reviewer, short_sha};
 
 use agent::{AgentSetup, public_agent_error, run_fix_pass, run_merge_pass};
@@ -1076,33 +1077,20 @@ impl Job<'_> {
             let mut posted = 0;
             for reply in &plan.replies {
                 if !already.contains(&reply.thread_id) {
-                    let thread = Some(ThreadId(reply.thread_id));
-                    let result = match reply.target {
-                        ReplyTarget::ReviewComment => github
-                            .reply_to_review_comment(
-                                repository,
-                                number,
-                                reply.comment_id,
-                                &reply.body,
-                                thread,
-                            )
-                            .await
-                            .map(|posted| posted.already_existed),
-                        ReplyTarget::IssueComment => github
-                            .create_issue_comment(repository, number, &reply.body, thread)
-                            .await
-                            .map(|posted| posted.already_existed),
+                    let to_post = ReplyToPost {
+                        comment_id: reply.comment_id,
+                        target: reply.target,
+                        body: &reply.body,
+                        thread_id: reply.thread_id,
                     };
-                    match result {
-                        Ok(false) => posted += 1,
-                        Ok(true) => {}
-                        Err(GitHubError::NotFound { .. }) => {
-                            tracing::warn!(
-                                comment = reply.comment_id,
-                                "the comment to reply to is gone"
-                            );
-                            continue;
-                        }
+                    match crate::review::post::post_planned_reply(
+                        github, repository, number, to_post,
+                    )
+                    .await
+                    {
+                        Ok(ReplyOutcome::Posted) => posted += 1,
+                        Ok(ReplyOutcome::AlreadyThere) => {}
+                        Ok(ReplyOutcome::CommentGone) => continue,
                         Err(error) => {
                             step.failed(error.to_string());
                             return Err(error.into());
