@@ -141,16 +141,7 @@ impl Parts {
     pub(crate) fn resolve(loaded: config::Loaded) -> anyhow::Result<Self> {
         let config = loaded.config;
         let environment = |name: &str| std::env::var(name).ok();
-        let model_credential = environment("ANTHROPIC_API_KEY")
-            .is_some_and(|key| !key.trim().is_empty())
-            || config.agent.config_dir.is_some();
-        if !model_credential {
-            anyhow::bail!(
-                "no model credential: export ANTHROPIC_API_KEY, or set agent.config_dir \
-                 (REVIEW_BOT_AGENT_CONFIG_DIR) to a logged-in Claude Code's directory; \
-                 `review-bot doctor` checks the whole setup"
-            );
-        }
+        require_model_credential(&config)?;
         let prompts = Prompts::load(config.agent.prompts_dir.as_deref())
             .context("the prompts directory (agent.prompts_dir) cannot be used")?;
         let mcp_binary = std::env::current_exe().context(
@@ -227,6 +218,20 @@ impl Parts {
             },
         })
     }
+}
+
+/// The agent needs a model credential: `ANTHROPIC_API_KEY`, or a logged-in
+/// Claude Code's directory (`agent.config_dir`). Missing → an exit 2 saying so.
+pub(crate) fn require_model_credential(config: &Config) -> anyhow::Result<()> {
+    let api_key = std::env::var("ANTHROPIC_API_KEY").is_ok_and(|key| !key.trim().is_empty());
+    if api_key || config.agent.config_dir.is_some() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "no model credential: export ANTHROPIC_API_KEY, or set agent.config_dir \
+         (REVIEW_BOT_AGENT_CONFIG_DIR) to a logged-in Claude Code's directory; \
+         `review-bot doctor` checks the whole setup"
+    )
 }
 
 /// With `sandbox.mode = "required"`, starts one confined `true` the way a

@@ -61,16 +61,7 @@ pub fn run(args: &ReviewArgs, config_file: Option<&std::path::Path>) -> anyhow::
 /// The reviewer from the configuration; every mistake here is an exit 2.
 fn local_reviewer(config: &config::Config) -> anyhow::Result<LocalReviewer> {
     let environment = |name: &str| std::env::var(name).ok();
-    let model_credential = environment("ANTHROPIC_API_KEY")
-        .is_some_and(|key| !key.trim().is_empty())
-        || config.agent.config_dir.is_some();
-    if !model_credential {
-        anyhow::bail!(
-            "no model credential: export ANTHROPIC_API_KEY, or set agent.config_dir \
-             (REVIEW_BOT_AGENT_CONFIG_DIR) to a logged-in Claude Code's directory; \
-             `review-bot doctor` checks the whole setup"
-        );
-    }
+    super::review::require_model_credential(config)?;
     let prompts = Prompts::load(config.agent.prompts_dir.as_deref())
         .context("the prompts directory (agent.prompts_dir) cannot be used")?;
     let mcp_binary = std::env::current_exe().context(

@@ -149,3 +149,194 @@ fn github_sim_explains_a_missing_branch() {
     assert!(stderr.contains("nope"), "{stderr}");
     assert!(output.stdout.is_empty());
 }
+
+/// A local repository with `main` and a branch per `(name, file, contents)`, each one commit
+/// ahead of `main`.
+fn source_repository(dir: &Path, branches: &[(&str, &str, &str)]) {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "--quiet", "--initial-branch=main"]);
+    std::fs::write(dir.join("README.md"), "# project\n").unwrap();
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "--quiet", "-m", "base"]);
+    for (branch, file, contents) in branches {
+        git(dir, &["checkout", "--quiet", "-b", branch, "main"]);
+        std::fs::write(dir.join(file), contents).unwrap();
+        git(dir, &["add", "."]);
+        git(dir, &["commit", "--quiet", "-m", branch]);
+    }
+    git(dir, &["checkout", "--quiet", "main"]);
+}
+
+/// Starts `github-sim --scenario FILE` and reads its ready line.
+fn start_scenario(file: &Path) -> (Server, Value) {
+    let child = Command::new(env!("CARGO_BIN_EXE_github-sim"))
+        .arg("--scenario")
+        .arg(file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("github-sim starts");
+    let mut server = Server(child);
+    let mut line = String::new();
+    BufReader::new(server.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let ready = serde_json::from_str(&line).expect("one JSON line");
+    (server, ready)
+}
+
+#[tokio::test]
+async fn github_sim_serves_a_scenario_of_several_repositories_and_pull_requests() {
+    let work = tempfile::tempdir().unwrap();
+    source_repository(
+        &work.path().join("widgets"),
+        &[
+            ("feature-a", "a.rs", "fn a() {}\n"),
+            ("feature-b", "b.rs", "fn b() {}\n"),
+        ],
+    );
+    let gadgets = work.path().join("elsewhere/gadgets");
+    source_repository(&gadgets, &[("fix", "fix.rs", "fn fix() {}\n")]);
+    let scenario = work.path().join("scenario.json");
+    std::fs::write(
+        &scenario,
+        serde_json::json!({"repositories": [
+            {"name": "acme/widgets", "path": "widgets",
+             "pull_requests": [
+                {"head": "feature-a", "base": "main", "title": "Add a",
+                 "labels": ["bot-review-needed"]},
+                {"head": "feature-b", "labels": ["bot-ci-pending"],
+                 "statuses": [{"context": "ci/test", "state": "success"}]}]},
+            {"name": "globex/gadgets", "path": gadgets, "pull_requests": [
+                {"head": "fix", "author": "dev", "draft": true}]}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let (_server, ready) = start_scenario(&scenario);
+    let api_url = ready["api_url"].as_str().unwrap();
+    let token = ready["token"].as_str().unwrap();
+    assert_eq!(ready["clone_url"], format!("{api_url}/acme/widgets.git"));
+    assert_eq!(ready["ci_token"], ready["repositories"][0]["ci_token"]);
+    assert_eq!(
+        ready["repositories"][0]["pull_requests"],
+        serde_json::json!([{"number": 1, "head": "feature-a"}, {"number": 2, "head": "feature-b"}])
+    );
+    assert_eq!(ready["repositories"][1]["name"], "globex/gadgets");
+    assert_eq!(
+        ready["repositories"][1]["pull_requests"],
+        serde_json::json!([{"number": 1, "head": "fix"}])
+    );
+
+    let http = reqwest::Client::new();
+    let get = |path: &str| {
+        let request = http.get(format!("{api_url}{path}")).bearer_auth(token);
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status().as_u16(), 200, "{}", response.url());
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let a = get("/repos/acme/widgets/pulls/1").await;
+    assert_eq!(
+        (&a["title"], &a["head"]["ref"], &a["base"]["ref"]),
+        (&"Add a".into(), &"feature-a".into(), &"main".into())
+    );
+    assert_eq!(a["labels"][0]["name"], "bot-review-needed");
+    let b = get("/repos/acme/widgets/pulls/2").await;
+    assert_eq!(b["base"]["ref"], "main");
+    assert_eq!(b["labels"][0]["name"], "bot-ci-pending");
+    let status = get("/repos/acme/widgets/commits/feature-b/status").await;
+    assert_eq!(
+        (&status["state"], &status["total_count"]),
+        (&"success".into(), &1.into())
+    );
+    assert_eq!(status["statuses"][0]["context"], "ci/test");
+    let status = get("/repos/acme/widgets/commits/feature-a/status").await;
+    assert_eq!(status["total_count"], 0);
+    let fix = get("/repos/globex/gadgets/pulls/1").await;
+    assert_eq!(fix["user"]["login"], "dev");
+    assert_eq!(fix["draft"], true);
+    assert_eq!(fix["changed_files"], 1);
+    // What the daemon's poller asks: both labelled pull requests, across repositories.
+    let found =
+        get("/search/issues?q=is%3Apr+is%3Aopen+label%3Abot-review-needed%2Cbot-ci-pending").await;
+    assert_eq!(found["total_count"], 2);
+
+    // The second owner has its own CI installation.
+    let posted = http
+        .post(format!("{api_url}/repos/globex/gadgets/check-runs"))
+        .bearer_auth(ready["repositories"][1]["ci_token"].as_str().unwrap())
+        .json(&serde_json::json!({"name": "build", "head_sha": fix["head"]["sha"], "conclusion": "success"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status().as_u16(), 201);
+
+    git(
+        work.path(),
+        &[
+            "clone",
+            "--quiet",
+            "--branch",
+            "fix",
+            ready["repositories"][1]["clone_url"].as_str().unwrap(),
+            "clone",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("clone/fix.rs")).unwrap(),
+        "fn fix() {}\n"
+    );
+}
+
+#[test]
+fn github_sim_refuses_a_malformed_scenario_naming_the_json_path() {
+    let work = tempfile::tempdir().unwrap();
+    source_repository(&work.path().join("widgets"), &[("feature", "a.rs", "a\n")]);
+    std::fs::create_dir(work.path().join("plain")).unwrap();
+    let widgets = serde_json::json!({"name": "acme/widgets", "path": "widgets",
+                                     "pull_requests": [{"head": "feature"}]});
+    for (scenario, expected) in [
+        (
+            serde_json::json!({"repositories": [widgets, {"name": "acme/gadgets", "path": "widgets",
+                "pull_requests": [{"head": "feature"}, {"head": "nope", "base": "main"}]}]}),
+            "$.repositories[1].pull_requests[1].head: ",
+        ),
+        (
+            serde_json::json!({"repositories": [{"name": "acme/plain", "path": "plain"}]}),
+            "$.repositories[0].path: ",
+        ),
+        (
+            serde_json::json!({"repositories": [{"name": "acme/widgets", "path": "widgets",
+                "pull_requests": [{"head": "feature", "lables": ["x"]}]}]}),
+            "$.repositories[0].pull_requests[0].lables: unknown key",
+        ),
+        (
+            serde_json::json!({"repositories": [widgets, {"name": "Acme/Widgets", "path": "widgets"}]}),
+            "$.repositories[1].name: ",
+        ),
+    ] {
+        let file = work.path().join("scenario.json");
+        std::fs::write(&file, scenario.to_string()).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_github-sim"))
+            .arg("--scenario")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{scenario}: {stderr}");
+        assert!(stderr.contains(expected), "{scenario}: {stderr}");
+        assert!(output.stdout.is_empty(), "{scenario}");
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_github-sim"))
+        .args(["--scenario", "s.json", "--repo", ".", "--head", "a"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("cannot be used with"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
