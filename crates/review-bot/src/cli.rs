@@ -73,6 +73,11 @@ pub enum Command {
     /// any other label. What the daemon runs per pull request.
     Step(commands::step::StepArgs),
 
+    /// The daemon: poll the `[daemon]` repositories for the bot labels and
+    /// advance each pull request found by one step, under a lease in the
+    /// store, `daemon.concurrency` at a time (`--once`: one poll, then exit).
+    Run(commands::run::RunArgs),
+
     /// Show the effective configuration and where each value came from, and
     /// check the Claude Code CLI, bubblewrap, GitHub, git, the store and the
     /// work directory.

@@ -1,5 +1,6 @@
 //! review-bot's configuration: one TOML file with the tables `[github]`,
-//! `[agent]`, `[store]`, `[review]` and `[git]` (plus the top-level
+//! `[agent]`, `[store]`, `[review]`, `[ci]`, `[git]`, `[sandbox]` and
+//! `[daemon]` (plus the top-level
 //! `work_dir`), every key overridable by an environment variable.
 //!
 //! Where the file is: `--config FILE`, else `REVIEW_BOT_CONFIG`, else
@@ -136,6 +137,17 @@ pub const KEYS: &[Key] = &[
     key("sandbox.mode", "one of \"required\", \"off\""),
     key("sandbox.build_network", "true or false"),
     key("sandbox.shared_caches", "true or false"),
+    key(
+        "daemon.repositories",
+        "a list of \"OWNER/REPO\" and \"OWNER\" such as [\"octo/widgets\", \"acme\"]",
+    ),
+    key("daemon.poll_interval_secs", "a whole number of seconds"),
+    key("daemon.concurrency", "a whole number of jobs, at least 1"),
+    text(
+        "daemon.listen",
+        "an address and port such as \"127.0.0.1:9464\"",
+    ),
+    key("daemon.shutdown_grace_secs", "a whole number of seconds"),
 ];
 
 impl Key {
@@ -179,6 +191,8 @@ pub struct Config {
     pub git: GitConfig,
     /// How code from pull requests is confined.
     pub sandbox: SandboxConfig,
+    /// `review-bot run`.
+    pub daemon: DaemonConfig,
     /// The file this configuration was read from (set by [`load`]; not a
     /// key): confined code must never see it.
     #[serde(skip)]
@@ -433,6 +447,59 @@ impl Default for SandboxConfig {
             shared_caches: false,
         }
     }
+}
+
+/// `[daemon]`: what `review-bot run` watches and how it schedules.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// `OWNER/REPO` (one repository) or `OWNER` (every repository of an
+    /// organisation or user); checked by `run` at start. A string is read
+    /// as a comma-separated list (for the environment variable).
+    #[serde(deserialize_with = "list_or_commas")]
+    pub repositories: Vec<String>,
+    /// Between the starts of two polls.
+    pub poll_interval_secs: u64,
+    /// Jobs (pull requests) worked on at once.
+    pub concurrency: usize,
+    /// Where `/healthz` and `/metrics` are served.
+    pub listen: std::net::SocketAddr,
+    /// How long running jobs may go on after SIGTERM or SIGINT before they
+    /// are stopped.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        Self {
+            repositories: Vec::new(),
+            poll_interval_secs: 60,
+            concurrency: 2,
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 9464)),
+            shutdown_grace_secs: 30,
+        }
+    }
+}
+
+/// A list of strings, or one string of comma-separated items.
+fn list_or_commas<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrText {
+        List(Vec<String>),
+        Text(String),
+    }
+    Ok(match ListOrText::deserialize(deserializer)? {
+        ListOrText::List(items) => items,
+        ListOrText::Text(text) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }
 
 /// Secrets serialise as `"set"`, so a listing can never show one.
@@ -752,7 +819,7 @@ fn merge_environment(mut figment: Figment) -> Figment {
 /// A `REVIEW_BOT_<TABLE>_…` variable that is no key is a typo: say so
 /// rather than ignore it.
 fn check_unknown_variables(names: impl Iterator<Item = String>) -> anyhow::Result<()> {
-    const TABLES: &[&str] = &["GITHUB", "AGENT", "STORE", "REVIEW", "GIT"];
+    const TABLES: &[&str] = &["GITHUB", "AGENT", "STORE", "REVIEW", "GIT", "DAEMON"];
     for name in names {
         let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
             continue;
@@ -962,6 +1029,7 @@ mod tests {
         config.agent.prompts_dir = Some(PathBuf::from("/p"));
         config.github.bot_login = Some("octo-reviewer".to_owned());
         config.store.database_url = Some("sqlite:///x".to_owned());
+        config.daemon.repositories = vec!["octo/widgets".to_owned()];
         let value = serialised(&config);
         let mut fields = Vec::new();
         for (name, value) in value.as_table().unwrap() {

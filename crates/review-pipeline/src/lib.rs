@@ -8,10 +8,12 @@
 //! [`progress`] is how a flow tells its caller what it is doing. [`ci`] is the CI
 //! check (`bot-ci-pending`), [`write`](mod@write) the write flow (`bot-changes-needed`).
 //! [`local`] is `review --local`: the review flow on a working tree's changes.
+//! [`daemon`] is `review-bot run`: the poller and the lease-holding scheduler.
 
 pub mod build_gate;
 pub mod checkout;
 pub mod ci;
+pub mod daemon;
 pub mod git;
 pub mod local;
 pub mod progress;

@@ -9,6 +9,7 @@ pub mod platform;
 pub mod replies;
 pub mod review;
 pub mod review_local;
+pub mod run;
 pub mod step;
 
 use std::process::ExitCode;
@@ -28,6 +29,7 @@ pub fn run(command: Command, config_file: Option<&std::path::Path>) -> anyhow::R
         Command::Replies(command) => replies::run(&command),
         Command::Review(args) => review::run(&args, config_file),
         Command::Step(args) => step::run(&args, config_file),
+        Command::Run(args) => run::run(&args, config_file),
     }
 }
 

@@ -67,12 +67,7 @@ pub fn run(args: &StepArgs, config_file: Option<&std::path::Path>) -> anyhow::Re
     let (repository, number) = parse_target(&args.pull_request)?;
     let loaded = config::load(config_file)?;
     let parts = Parts::resolve(loaded)?;
-    let ci_timeout = Duration::from_secs(parts.config.ci.timeout_secs);
-    let write_settings = WriteSettings {
-        max_cycles: parts.config.review.max_cycles,
-        author_name: parts.config.git.author_name.clone(),
-        author_email: parts.config.git.author_email.clone(),
-    };
+    let settings = StepSettings::new(&parts.config);
     let target = format!("{repository}#{number}");
     let interactive = std::io::stderr().is_terminal();
     let started = Instant::now();
@@ -81,55 +76,73 @@ pub fn run(args: &StepArgs, config_file: Option<&std::path::Path>) -> anyhow::Re
         let printer = StepPrinter::new(interactive);
         let progress = printer.progress();
         // Boxed: the review and write flows make a large future.
-        let outcome = Box::pin(step(
-            &reviewer,
-            &repository,
-            number,
-            ci_timeout,
-            &write_settings,
-            &progress,
-        ))
-        .await;
+        let outcome = Box::pin(step(&reviewer, &repository, number, &settings, &progress)).await;
         printer.finish();
         reviewer.store.close().await;
-        let wall = started.elapsed();
-        anyhow::Ok(match outcome? {
-            Stepped::Nothing(reason) => {
-                eprintln!("nothing to do: {target} {reason}");
-                ExitCode::SUCCESS
-            }
-            Stepped::Review(outcome) => report(outcome, &target, wall),
-            Stepped::Ci(Ok(summary)) => {
-                eprintln!("{}", ci_line(&summary, wall));
-                ExitCode::SUCCESS
-            }
-            Stepped::Ci(Err(error)) => {
-                eprintln!("error: {error}");
-                eprintln!(
-                    "CI not checked · label unchanged · wall {:.1} s",
-                    wall.as_secs_f64()
-                );
-                ExitCode::from(1)
-            }
-            Stepped::Write(outcome) => write_report(outcome, wall),
-        })
+        anyhow::Ok(conclude(outcome?, &target, started.elapsed()))
     })?
 }
 
+/// What a step needs from the configuration besides the reviewer.
+#[derive(Debug, Clone)]
+pub(crate) struct StepSettings {
+    ci_timeout: Duration,
+    write: WriteSettings,
+}
+
+impl StepSettings {
+    pub(crate) fn new(config: &config::Config) -> Self {
+        Self {
+            ci_timeout: Duration::from_secs(config.ci.timeout_secs),
+            write: WriteSettings {
+                max_cycles: config.review.max_cycles,
+                author_name: config.git.author_name.clone(),
+                author_email: config.git.author_email.clone(),
+            },
+        }
+    }
+}
+
+/// Prints what the step did and chooses the exit code: `step`'s and, per
+/// job, the daemon's verdict.
+pub(crate) fn conclude(stepped: Stepped, target: &str, wall: Duration) -> ExitCode {
+    match stepped {
+        Stepped::Nothing(reason) => {
+            eprintln!("nothing to do: {target} {reason}");
+            ExitCode::SUCCESS
+        }
+        Stepped::Review(outcome) => report(outcome, target, wall),
+        Stepped::Ci(Ok(summary)) => {
+            eprintln!("{}", ci_line(&summary, wall));
+            ExitCode::SUCCESS
+        }
+        Stepped::Ci(Err(error)) => {
+            eprintln!("error: {error}");
+            eprintln!(
+                "CI not checked · label unchanged · wall {:.1} s",
+                wall.as_secs_f64()
+            );
+            ExitCode::from(1)
+        }
+        Stepped::Write(outcome) => write_report(outcome, wall),
+    }
+}
+
 /// What one step did.
-enum Stepped {
+pub(crate) enum Stepped {
     Nothing(String),
     Review(Result<review_pipeline::ReviewReport, review_pipeline::ReviewFailure>),
     Ci(Result<CiSummary, review_pipeline::ci::CiError>),
     Write(Result<WriteReport, review_pipeline::write::WriteFailure>),
 }
 
-async fn step(
+/// One step of the loop for `repository#number`: reads its labels and runs
+/// the job they call for. `review-bot step` and each of the daemon's jobs.
+pub(crate) async fn step(
     reviewer: &Reviewer,
     repository: &review_github::RepositoryName,
     number: u64,
-    ci_timeout: Duration,
-    write_settings: &WriteSettings,
+    settings: &StepSettings,
     progress: &review_pipeline::Progress,
 ) -> anyhow::Result<Stepped> {
     let step = progress.step("labels");
@@ -179,7 +192,7 @@ async fn step(
                 &CiRequest {
                     repository: repository.clone(),
                     pull_request,
-                    timeout: ci_timeout,
+                    timeout: settings.ci_timeout,
                     bot_login: reviewer.settings.bot_login.clone(),
                 },
                 progress,
@@ -192,7 +205,7 @@ async fn step(
                     &WriteRequest {
                         repository: repository.clone(),
                         pull_request,
-                        settings: write_settings.clone(),
+                        settings: settings.write.clone(),
                     },
                     progress,
                 )

@@ -12,6 +12,7 @@ mod platform;
 mod replies;
 mod review;
 mod review_local;
+mod run;
 mod step;
 
 use std::path::Path;

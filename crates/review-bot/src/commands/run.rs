@@ -1,0 +1,425 @@
+//! `review-bot run [--once]`: the daemon. Polls the `[daemon]` repositories
+//! for the trigger labels and advances each pull request found by one
+//! `step`, under a store lease, `daemon.concurrency` at a time
+//! (review-pipeline's `daemon`).
+//!
+//! Glue only: checks at start that nothing the daemon needs is missing (and
+//! names every missing piece with its fix: exit 2), opens the clients once,
+//! and turns SIGTERM/SIGINT into a drain of `daemon.shutdown_grace_secs`.
+//! `--once`: one poll, every job it found to its end, then exit 0 when every
+//! job completed, 1 otherwise. Without it, `/healthz` and `/metrics`
+//! (Prometheus' text format) are served on `daemon.listen`.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use review_github::RepositoryName;
+use review_pipeline::daemon::{
+    self, DaemonSettings, Health, Hit, JobOutcome, Runner, Scheduler, SchedulerSettings,
+    WatchTarget,
+};
+use review_pipeline::{Progress, ProgressEvent};
+use tracing::Instrument as _;
+
+use super::review::Parts;
+use super::step::{StepSettings, conclude, step};
+use crate::config::{self, Config};
+
+/// `review-bot run`'s arguments.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// One poll, then every job it found to its end, then exit: 0 when every
+    /// job completed, 1 otherwise (for cron and tests).
+    #[arg(long)]
+    pub once: bool,
+}
+
+/// Runs `run`.
+pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+    let loaded = config::load(config_file)?;
+    let targets = check_start(&loaded.config, |name| std::env::var(name).ok())?;
+    let parts = Parts::resolve(loaded)?;
+    let step_settings = StepSettings::new(&parts.config);
+    let daemon_config = &parts.config.daemon;
+    let settings = DaemonSettings {
+        targets: targets.clone(),
+        poll_interval: Duration::from_secs(daemon_config.poll_interval_secs),
+        shutdown_grace: Duration::from_secs(daemon_config.shutdown_grace_secs),
+        once: args.once,
+    };
+    let concurrency = daemon_config.concurrency;
+    let scheduler_settings = SchedulerSettings::new(concurrency);
+    let once = args.once;
+    let listen = daemon_config.listen;
+    super::block_on(async move {
+        let shutdown = shutdown_signal()?;
+        let health = Arc::new(Health::default());
+        // The App's login is read from the first repository's installation
+        // (an owner alone has no repository to ask: set github.bot_login).
+        let first = targets
+            .iter()
+            .find_map(|target| match target {
+                WatchTarget::Repository(repository) => Some(repository.clone()),
+                WatchTarget::Owner(_) => None,
+            })
+            .unwrap_or_else(|| {
+                RepositoryName::new(targets[0].to_string(), targets[0].to_string())
+                    .expect("an owner's name is a valid repository name")
+            });
+        let reviewer = Arc::new(parts.reviewer(&first).await?);
+        let runner = job_runner(Arc::clone(&reviewer), step_settings);
+        let scheduler = Scheduler::new(reviewer.store.clone(), runner, scheduler_settings);
+        let served = if once {
+            None
+        } else {
+            let operations = Operations {
+                store: reviewer.store.clone(),
+                health: Arc::clone(&health),
+                // A poll may wait for the search budget: three intervals and a minute.
+                poll_deadline: settings.poll_interval * 3 + Duration::from_mins(1),
+                metrics: install_metrics()?,
+            };
+            Some(serve(listen, operations).await?)
+        };
+        eprintln!(
+            "watching {} every {} s, {} job{} at once{}",
+            targets
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            settings.poll_interval.as_secs(),
+            concurrency,
+            if concurrency == 1 { "" } else { "s" },
+            if once { " (one poll)" } else { "" }
+        );
+        let summary = daemon::run(&reviewer.github, scheduler, &settings, &health, shutdown).await;
+        if let Some(server) = served {
+            server.abort();
+        }
+        reviewer.store.close().await;
+        let failed = summary
+            .jobs
+            .iter()
+            .filter(|(_, end)| end.is_failure())
+            .count();
+        eprintln!(
+            "stopped after {} poll{}: {} job{} ended, {failed} not completed, {} search error{}",
+            summary.polls,
+            if summary.polls == 1 { "" } else { "s" },
+            summary.jobs.len(),
+            if summary.jobs.len() == 1 { "" } else { "s" },
+            summary.poll_errors,
+            if summary.poll_errors == 1 { "" } else { "s" },
+        );
+        anyhow::Ok(if !once || summary.all_completed() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    })?
+}
+
+/// What `/healthz` and `/metrics` read.
+#[derive(Clone)]
+struct Operations {
+    store: review_store::Store,
+    health: Arc<Health>,
+    poll_deadline: Duration,
+    metrics: metrics_exporter_prometheus::PrometheusHandle,
+}
+
+/// The global Prometheus recorder every `metrics::` call records into.
+fn install_metrics() -> anyhow::Result<metrics_exporter_prometheus::PrometheusHandle> {
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|error| anyhow::anyhow!("could not set up the metrics recorder: {error}"))?;
+    metrics::describe_counter!(
+        "review_bot_polls_total",
+        "Polls, by outcome (ok: every search answered)."
+    );
+    metrics::describe_counter!(
+        "review_bot_searches_total",
+        "Search requests, by result (unchanged: a free 304)."
+    );
+    metrics::describe_counter!("review_bot_jobs_total", "Jobs ended, by kind and outcome.");
+    metrics::describe_histogram!(
+        "review_bot_job_duration_seconds",
+        "How long jobs held their lease, by kind."
+    );
+    metrics::describe_gauge!(
+        "review_bot_jobs_pending",
+        "Jobs queued or running in this process."
+    );
+    metrics::describe_gauge!(
+        "review_bot_leases_held",
+        "Pull-request leases this process holds."
+    );
+    metrics::describe_gauge!(
+        "review_bot_github_rate_limit_remaining",
+        "GitHub's remaining rate limit, by credential and resource."
+    );
+    metrics::describe_gauge!(
+        "review_bot_last_successful_poll_timestamp_seconds",
+        "When every search of a poll last answered (Unix time)."
+    );
+    Ok(handle)
+}
+
+/// Binds `daemon.listen` (a failure is an exit 2 naming the key) and serves
+/// `/healthz` and `/metrics` until the returned task is aborted.
+async fn serve(
+    listen: std::net::SocketAddr,
+    operations: Operations,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    use axum::routing::get;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|error| {
+            anyhow::anyhow!(
+                "cannot serve /healthz and /metrics on daemon.listen = {listen}: {error}; set \
+             daemon.listen (REVIEW_BOT_DAEMON_LISTEN) to a free address and port"
+            )
+        })?;
+    let address = listener.local_addr()?;
+    let app = axum::Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(render_metrics))
+        .with_state(operations);
+    eprintln!("serving /healthz and /metrics on http://{address}");
+    Ok(tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "the /healthz and /metrics server stopped");
+        }
+    }))
+}
+
+/// 200 when the store answers and a poll succeeded recently; 503 naming
+/// what is wrong otherwise.
+async fn healthz(
+    axum::extract::State(operations): axum::extract::State<Operations>,
+) -> (axum::http::StatusCode, String) {
+    let mut healthy = true;
+    let store = match operations.store.health_check().await {
+        Ok(health) => format!(
+            "store: ok ({}, schema {})",
+            health.backend, health.schema_version
+        ),
+        Err(error) => {
+            healthy = false;
+            format!("store: {error}")
+        }
+    };
+    let poll = match operations.health.check(operations.poll_deadline) {
+        Ok(()) => "poll: ok".to_owned(),
+        Err(problem) => {
+            healthy = false;
+            format!("poll: {problem}")
+        }
+    };
+    let status = if healthy {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, format!("{store}\n{poll}\n"))
+}
+
+async fn render_metrics(
+    axum::extract::State(operations): axum::extract::State<Operations>,
+) -> ([(axum::http::HeaderName, &'static str); 1], String) {
+    operations.metrics.run_upkeep();
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        operations.metrics.render(),
+    )
+}
+
+/// Each job: `step` for the pull request, its progress and result lines
+/// prefixed with the pull request, in a span naming it.
+fn job_runner(reviewer: Arc<review_pipeline::Reviewer>, settings: StepSettings) -> Runner {
+    Arc::new(move |hit: Hit| {
+        let reviewer = Arc::clone(&reviewer);
+        let settings = settings.clone();
+        let span = tracing::info_span!(
+            "job",
+            repository = %hit.repository,
+            pull_request = hit.number,
+            job = ?hit.job
+        );
+        Box::pin(
+            async move {
+                let target = hit.to_string();
+                let started = Instant::now();
+                let progress = prefixed_progress(target.clone());
+                let stepped = Box::pin(step(
+                    &reviewer,
+                    &hit.repository,
+                    hit.number,
+                    &settings,
+                    &progress,
+                ))
+                .await;
+                match stepped {
+                    Ok(stepped) => {
+                        if conclude(stepped, &target, started.elapsed()) == ExitCode::SUCCESS {
+                            JobOutcome::Completed
+                        } else {
+                            JobOutcome::Failed("the step ended on an error".to_owned())
+                        }
+                    }
+                    Err(error) => JobOutcome::Failed(format!("{error:#}")),
+                }
+            }
+            .instrument(span),
+        )
+    })
+}
+
+/// Progress lines as `step` prints them, each prefixed with `OWNER/REPO#N: `.
+fn prefixed_progress(target: String) -> Progress {
+    Progress::new(move |event| match event {
+        ProgressEvent::Started { .. } => {}
+        ProgressEvent::Finished {
+            step,
+            detail,
+            elapsed,
+            ok,
+        } => eprintln!(
+            "{target}: {} {step} ({:.1} s): {detail}",
+            if ok { "✓" } else { "✗" },
+            elapsed.as_secs_f64()
+        ),
+        ProgressEvent::Note { message } => eprintln!("{target}:   {message}"),
+    })
+}
+
+/// Resolves on the first SIGTERM or SIGINT. The handlers are installed now,
+/// so a signal arriving before the loop first waits is not lost.
+fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        let name = tokio::select! {
+            _ = terminate.recv() => "SIGTERM",
+            _ = interrupt.recv() => "SIGINT",
+        };
+        eprintln!("{name}: no more polls; letting running jobs finish");
+    })
+}
+
+/// What must be true before the daemon starts: everything missing, each with
+/// its fix, in one message (an exit 2); else the parsed repositories.
+/// `environment` is read for `PATH` (the model credential is
+/// `review::require_model_credential`'s).
+fn check_start(
+    config: &Config,
+    environment: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<Vec<WatchTarget>> {
+    let mut problems = Vec::new();
+    let daemon = &config.daemon;
+    let mut targets = Vec::new();
+    if daemon.repositories.is_empty() {
+        problems.push(
+            "no repositories to watch: set `repositories` in [daemon] (for example \
+             repositories = [\"octo/widgets\", \"acme\"]: OWNER/REPO for one repository, OWNER \
+             for all of an organisation's or user's) or REVIEW_BOT_DAEMON_REPOSITORIES=\
+             octo/widgets,acme"
+                .to_owned(),
+        );
+    }
+    for entry in &daemon.repositories {
+        match WatchTarget::parse(entry) {
+            Ok(target) if !targets.contains(&target) => targets.push(target),
+            Ok(_) => {}
+            Err(error) => problems.push(format!("daemon.repositories: {error}")),
+        }
+    }
+    if daemon.concurrency == 0 {
+        problems.push("daemon.concurrency is 0: set it to at least 1 job at once".to_owned());
+    }
+    if daemon.poll_interval_secs == 0 {
+        problems.push("daemon.poll_interval_secs is 0: set it to at least 1 second".to_owned());
+    }
+    if let Err(error) = config.github_settings() {
+        problems.push(format!("{error:#}"));
+    }
+    if let Err(error) = super::review::require_model_credential(config) {
+        problems.push(error.to_string());
+    }
+    if !executable_exists(&config.agent.claude_path, environment("PATH").as_deref()) {
+        problems.push(format!(
+            "Claude Code not found: `{}` is not an executable{}; install Claude Code, or set \
+             agent.claude_path (REVIEW_BOT_AGENT_CLAUDE_PATH) to its executable",
+            config.agent.claude_path.display(),
+            if config.agent.claude_path.components().count() == 1 {
+                " on PATH"
+            } else {
+                ""
+            }
+        ));
+    }
+    if problems.is_empty() {
+        return Ok(targets);
+    }
+    anyhow::bail!(
+        "review-bot run cannot start:\n{}\nreview-bot.example.toml lists every key with its \
+         default; `review-bot doctor` checks the whole setup.",
+        problems
+            .iter()
+            .map(|problem| format!("  - {problem}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
+/// Whether `program` (a path, or a name looked up in `path`) is a file.
+fn executable_exists(program: &std::path::Path, path: Option<&str>) -> bool {
+    if program.components().count() != 1 {
+        return program.is_file();
+    }
+    path.is_some_and(|path| {
+        std::env::split_paths(path).any(|directory| directory.join(program).is_file())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_machine_is_told_every_missing_piece_and_its_fix() {
+        let config = Config::default();
+        let error = check_start(&config, |_| None).unwrap_err().to_string();
+        // The model credential is read from this process's environment.
+        let model_key = std::env::var_os("ANTHROPIC_API_KEY").is_some();
+        for expected in [
+            "no repositories to watch",
+            "REVIEW_BOT_DAEMON_REPOSITORIES",
+            "no GitHub credential",
+            if model_key { "" } else { "no model credential" },
+            "Claude Code not found",
+            "review-bot.example.toml",
+            "review-bot doctor",
+        ] {
+            assert!(error.contains(expected), "{expected}: {error}");
+        }
+    }
+
+    #[test]
+    fn bad_entries_and_zero_limits_are_named() {
+        let mut config = Config::default();
+        config.daemon.repositories = vec!["octo/widgets".to_owned(), "a/b/c".to_owned()];
+        config.daemon.concurrency = 0;
+        let error = check_start(&config, |_| None).unwrap_err().to_string();
+        assert!(error.contains("`a/b/c` is neither"), "{error}");
+        assert!(error.contains("daemon.concurrency is 0"), "{error}");
+        assert!(!error.contains("no repositories"), "{error}");
+    }
+}
