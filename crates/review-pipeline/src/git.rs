@@ -278,7 +278,11 @@ async fn drain(task: tokio::task::JoinHandle<Vec<u8>>) -> Vec<u8> {
 }
 
 /// Reads a pipe to its end, keeping the first `limit` bytes or (with `tail`) the last.
-async fn read_bounded<R: AsyncRead + Unpin>(pipe: Option<R>, limit: usize, tail: bool) -> Vec<u8> {
+pub(crate) async fn read_bounded<R: AsyncRead + Unpin>(
+    pipe: Option<R>,
+    limit: usize,
+    tail: bool,
+) -> Vec<u8> {
     let Some(mut pipe) = pipe else {
         return Vec::new();
     };

@@ -57,7 +57,7 @@ use review_core::passes::Pass;
 use review_core::snapshot::{PullRequestInfo, PullRequestSnapshot, SNAPSHOT_VERSION};
 use review_mcp::panel::{Delivery, PROTOCOL, PanelMessage, PanelSettings};
 use review_sandbox::{Contained, Containment, SandboxError};
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use uuid::Uuid;
 
 use crate::build_gate::{self, BuildGateError, BuildGateSettings, GateOutcome};
@@ -329,12 +329,12 @@ impl LocalGit<'_> {
                 let _ = pipe.write_all(&bytes).await;
             }
         });
-        let stdout = tokio::spawn(read_bounded(
+        let stdout = tokio::spawn(crate::git::read_bounded(
             run.child_mut().stdout.take(),
             STDOUT_LIMIT + 1,
             false,
         ));
-        let stderr = tokio::spawn(read_bounded(
+        let stderr = tokio::spawn(crate::git::read_bounded(
             run.child_mut().stderr.take(),
             STDERR_TAIL,
             true,
@@ -427,31 +427,6 @@ fn describe(args: &[&OsStr]) -> String {
         shown.push_str(&arg.to_string_lossy());
     }
     shown
-}
-
-async fn read_bounded<R: AsyncRead + Unpin>(pipe: Option<R>, limit: usize, tail: bool) -> Vec<u8> {
-    let Some(mut pipe) = pipe else {
-        return Vec::new();
-    };
-    let mut kept = Vec::new();
-    let mut buffer = vec![0_u8; 64 * 1024];
-    loop {
-        match pipe.read(&mut buffer).await {
-            Ok(0) | Err(_) => break,
-            Ok(read) => {
-                kept.extend_from_slice(&buffer[..read]);
-                if kept.len() > limit {
-                    if tail {
-                        let excess = kept.len() - limit;
-                        kept.drain(..excess);
-                    } else {
-                        kept.truncate(limit);
-                    }
-                }
-            }
-        }
-    }
-    kept
 }
 
 /// `-z` output as paths.

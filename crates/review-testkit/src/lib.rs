@@ -6,6 +6,7 @@
 //! never fakes our own code.
 
 pub mod github;
+pub mod json_input;
 pub mod model;
 pub mod openapi;
 pub mod processes;

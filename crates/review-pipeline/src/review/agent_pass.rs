@@ -103,6 +103,24 @@ pub enum PassError {
 }
 
 impl PassError {
+    /// Why the pass failed, in words fit for the pull request (no paths of
+    /// the bot's machine): the agent's outcome, a timeout, our MCP server not
+    /// starting, or a pointer to the log. The review and write flows' error
+    /// comments both say it this way.
+    pub fn public_summary(&self) -> String {
+        match self {
+            Self::Agent(AgentError::Unsuccessful { run }) => run.outcome.to_string(),
+            Self::Agent(AgentError::TimedOut { after, .. }) => format!(
+                "it did not finish within {} s and was stopped",
+                after.as_secs()
+            ),
+            Self::Agent(AgentError::McpServerNotConnected { .. }) => {
+                "it could not start the bot's comment tools (MCP server)".to_owned()
+            }
+            _ => "details in the bot's log".to_owned(),
+        }
+    }
+
     /// The agent's accounting, when the agent ran far enough to report it.
     pub fn agent_run(&self) -> Option<&AgentRun> {
         match self {

@@ -191,26 +191,13 @@ impl ReviewError {
                 "the build and test commands could not be started (details in the bot's log)"
                     .to_owned()
             }
-            Self::Pass { pass, source } => match source {
-                PassError::Agent(review_agent::AgentError::Unsuccessful { run }) => {
-                    format!("the {} pass failed: {}", pass_name(*pass), run.outcome)
-                }
-                PassError::Agent(review_agent::AgentError::TimedOut { after, .. }) => format!(
-                    "the {} pass did not finish within {} s and was stopped",
+            Self::Pass { pass, source } => {
+                format!(
+                    "the {} pass failed: {}",
                     pass_name(*pass),
-                    after.as_secs()
-                ),
-                PassError::Agent(review_agent::AgentError::McpServerNotConnected { .. }) => {
-                    format!(
-                        "the {} pass could not start the bot's comment tools (MCP server)",
-                        pass_name(*pass)
-                    )
-                }
-                _ => format!(
-                    "the {} pass failed (details in the bot's log)",
-                    pass_name(*pass)
-                ),
-            },
+                    source.public_summary()
+                )
+            }
             Self::Prepare(_) => {
                 "the review could not be prepared (details in the bot's log)".to_owned()
             }

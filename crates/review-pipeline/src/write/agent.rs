@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use review_agent::AgentError;
 use review_agent::claude::{AgentRun, ClaudeCode, ClaudeCodeRun, McpConfig, McpServerCommand};
 use review_agent::prompts::{
     CodeFixReport, Prompts, code_fix_output_schema, code_fix_user_message,
@@ -198,18 +197,4 @@ fn answer(run: &AgentRun) -> (CodeFixReport, bool) {
         },
         false,
     )
-}
-
-/// Whether an agent error is worth showing on the pull request as such.
-pub fn public_agent_error(error: &PassError) -> String {
-    match error {
-        PassError::Agent(AgentError::Unsuccessful { run }) => run.outcome.to_string(),
-        PassError::Agent(AgentError::TimedOut { after, .. }) => {
-            format!(
-                "it did not finish within {} s and was stopped",
-                after.as_secs()
-            )
-        }
-        _ => "details in the bot's log".to_owned(),
-    }
 }

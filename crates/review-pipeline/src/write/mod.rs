@@ -70,7 +70,7 @@ use crate::review::agent_pass::{PassError, write_private};
 use crate::review::post::{ReplyOutcome, ReplyToPost};
 use crate::review::{Reviewer, short_sha};
 
-use agent::{AgentSetup, public_agent_error, run_fix_pass, run_merge_pass};
+use agent::{AgentSetup, run_fix_pass, run_merge_pass};
 use gitops::{MergeCheck, PushOutcome, WriteGit, WriteGitError, admin_directory};
 use pushed::{PlannedReply, PushedPlan};
 
@@ -262,7 +262,7 @@ impl WriteError {
                     .to_owned()
             }
             Self::Pass { pass, source } => {
-                format!("the {pass} pass failed: {}", public_agent_error(source))
+                format!("the {pass} pass failed: {}", source.public_summary())
             }
             Self::Prepare(_) => {
                 "the fix could not be prepared (details in the bot's log)".to_owned()

@@ -64,6 +64,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use review_testkit::github::{GithubSim, RepoHandle, RepositorySelection, SimError, SimOptions};
+use review_testkit::json_input::{Malformed, kind, malformed, object, only_keys};
 use serde_json::{Map, Value};
 
 /// Serve local git repositories as GitHub repositories with open pull requests: one
@@ -131,26 +132,6 @@ struct StatusSpec {
     target_url: Option<String>,
 }
 
-/// A problem in the scenario, at a JSON path.
-#[derive(Debug, PartialEq, Eq)]
-struct Malformed {
-    path: String,
-    problem: String,
-}
-
-impl std::fmt::Display for Malformed {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(formatter, "{}: {}", self.path, self.problem)
-    }
-}
-
-fn malformed(path: &str, problem: impl Into<String>) -> Malformed {
-    Malformed {
-        path: path.to_owned(),
-        problem: problem.into(),
-    }
-}
-
 /// Why serving failed: the scenario (exit status 2) or the simulator itself.
 #[derive(Debug)]
 enum Failure {
@@ -161,45 +142,6 @@ enum Failure {
 impl From<SimError> for Failure {
     fn from(error: SimError) -> Self {
         Self::Sim(error)
-    }
-}
-
-/// The JSON type of `value`, for messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn object<'a>(
-    value: &'a Value,
-    path: &str,
-    what: &str,
-) -> Result<&'a Map<String, Value>, Malformed> {
-    value
-        .as_object()
-        .ok_or_else(|| malformed(path, format!("expected {what}, found {}", kind(value))))
-}
-
-fn only_keys(map: &Map<String, Value>, path: &str, allowed: &[&str]) -> Result<(), Malformed> {
-    match map.keys().find(|key| !allowed.contains(&key.as_str())) {
-        Some(key) => Err(malformed(
-            &format!("{path}.{key}"),
-            format!(
-                "unknown key; expected {}",
-                allowed
-                    .iter()
-                    .map(|key| format!("`{key}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )),
-        None => Ok(()),
     }
 }
 

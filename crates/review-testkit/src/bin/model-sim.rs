@@ -61,6 +61,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use clap::Parser;
+use review_testkit::json_input::{Malformed, kind, malformed, object, only_keys};
 use review_testkit::model::{ModelServer, RecordedRequest, Script, ToolCall, Turn};
 use serde_json::{Map, Value};
 use tokio::net::{TcpListener, TcpStream};
@@ -130,65 +131,6 @@ impl TurnSpec {
 struct ScriptFile {
     turns: Vec<TurnSpec>,
     then: Option<TurnSpec>,
-}
-
-/// A problem in the script, at a JSON path.
-#[derive(Debug, PartialEq, Eq)]
-struct Malformed {
-    path: String,
-    problem: String,
-}
-
-impl std::fmt::Display for Malformed {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(formatter, "{}: {}", self.path, self.problem)
-    }
-}
-
-fn malformed(path: &str, problem: impl Into<String>) -> Malformed {
-    Malformed {
-        path: path.to_owned(),
-        problem: problem.into(),
-    }
-}
-
-/// The JSON type of `value`, for messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn object<'a>(
-    value: &'a Value,
-    path: &str,
-    what: &str,
-) -> Result<&'a Map<String, Value>, Malformed> {
-    value
-        .as_object()
-        .ok_or_else(|| malformed(path, format!("expected {what}, found {}", kind(value))))
-}
-
-fn only_keys(map: &Map<String, Value>, path: &str, allowed: &[&str]) -> Result<(), Malformed> {
-    match map.keys().find(|key| !allowed.contains(&key.as_str())) {
-        Some(key) => Err(malformed(
-            &format!("{path}.{key}"),
-            format!(
-                "unknown key; expected {}",
-                allowed
-                    .iter()
-                    .map(|key| format!("`{key}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )),
-        None => Ok(()),
-    }
 }
 
 const TURN_FORMS: &str =
