@@ -220,6 +220,51 @@ impl Parts {
     }
 }
 
+/// Runs `bwrap ARGUMENTS true`, bounded (a bubblewrap that hangs is killed
+/// after 30 s); what went wrong, if anything.
+fn confined_true(
+    bwrap: &std::path::Path,
+    arguments: Vec<std::ffi::OsString>,
+) -> Result<(), String> {
+    use std::io::Read as _;
+    const LIMIT: Duration = Duration::from_secs(30);
+    let mut child = std::process::Command::new(bwrap)
+        .args(arguments)
+        .arg("true")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|error| format!("cannot start {}: {error}", bwrap.display()))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < LIMIT => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{} did not finish within {} s",
+                    bwrap.display(),
+                    LIMIT.as_secs()
+                ));
+            }
+            Err(error) => return Err(format!("cannot wait for {}: {error}", bwrap.display())),
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    Err(stderr.trim().to_owned())
+}
+
 /// The agent needs a model credential: `ANTHROPIC_API_KEY`, or a logged-in
 /// Claude Code's directory (`agent.config_dir`). Missing → an exit 2 saying so.
 pub(crate) fn require_model_credential(config: &Config) -> anyhow::Result<()> {
@@ -254,15 +299,9 @@ pub(crate) fn refuse_without_confinement(
     let arguments = confinement
         .bwrap_arguments()
         .map_err(|error| anyhow::anyhow!("cannot confine pull-request code: {error}"))?;
-    let output = std::process::Command::new(bwrap)
-        .args(arguments)
-        .arg("true")
-        .stdin(std::process::Stdio::null())
-        .output();
-    let problem = match output {
-        Ok(output) if output.status.success() => return Ok(()),
-        Ok(output) => String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-        Err(error) => format!("cannot start {}: {error}", bwrap.display()),
+    let problem = match confined_true(bwrap, arguments) {
+        Ok(()) => return Ok(()),
+        Err(problem) => problem,
     };
     anyhow::bail!(
         "refusing to run: pull-request code must run confined (sandbox.mode = \"required\") \
