@@ -107,6 +107,7 @@ pub const KEYS: &[Key] = &[
     ),
     key("agent.max_budget_usd", "a number of US dollars such as 5.0"),
     key("agent.max_retries", "a whole number"),
+    key("agent.max_attempts", "a whole number of at least 1"),
     key("agent.timeout_secs", "a whole number of seconds"),
     text("agent.config_dir", "a directory path"),
     text("agent.home_dir", "a directory path"),
@@ -290,6 +291,9 @@ pub struct AgentConfig {
     pub max_budget_usd: Option<f64>,
     /// `CLAUDE_CODE_MAX_RETRIES`.
     pub max_retries: u32,
+    /// The daemon: failed reviews or fixes of one head before the pull
+    /// request is handed to a human.
+    pub max_attempts: u32,
     /// Wall clock per pass.
     pub timeout_secs: u64,
     /// `CLAUDE_CONFIG_DIR` (a logged-in Claude Code's); `None`: fresh per run.
@@ -316,6 +320,9 @@ fn default_claude_settings() -> review_agent::claude::ClaudeCodeSettings {
     review_agent::claude::ClaudeCodeSettings::new("claude", "claude-opus-4-6")
 }
 
+/// Failed attempts on one head before the daemon hands a pull request to a human.
+const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+
 /// MCP tool-call timeout review-agent uses by default (2 minutes).
 const DEFAULT_MCP_TOOL_TIMEOUT_SECS: u64 = 120;
 
@@ -333,6 +340,7 @@ impl Default for AgentConfig {
             thinking: ThinkingSetting::default(),
             max_budget_usd: settings.max_budget_usd,
             max_retries: settings.max_retries,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
             timeout_secs: settings.timeout.as_secs(),
             config_dir: settings.config_directory,
             home_dir: settings.home_directory,

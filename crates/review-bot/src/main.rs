@@ -8,6 +8,7 @@
 mod cli;
 mod commands;
 mod config;
+mod output;
 
 use std::process::ExitCode;
 
@@ -28,8 +29,17 @@ fn main() -> ExitCode {
 /// Logs go to standard error so that plumbing commands keep standard output
 /// for their machine-readable answer.
 fn init_tracing(format: cli::LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("REVIEW_BOT_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let json = matches!(format, cli::LogFormat::Json);
+    output::set_json(json);
+    // JSON logs carry the commands' progress lines as `info` events.
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("REVIEW_BOT_LOG").unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(if json {
+                "warn,review_bot=info,review_pipeline=info"
+            } else {
+                "warn"
+            })
+        });
     // Colours only for a terminal: a log file or journald gets plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

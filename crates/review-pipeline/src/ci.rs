@@ -493,8 +493,22 @@ pub(crate) async fn set_outcome_label(
     let Some(target) = outcome.next_label() else {
         return Ok(None);
     };
+    set_bot_label(github, repository, pull, target, progress)
+        .await
+        .map(Some)
+}
+
+/// Makes `target` the pull request's only bot label, from the labels it had
+/// when the step read it (a label removed since is fine). Returns its name.
+pub(crate) async fn set_bot_label(
+    github: &GitHubClient,
+    repository: &RepositoryName,
+    pull: &PullRequest,
+    target: labels::Label,
+    progress: &Progress,
+) -> Result<String, GitHubError> {
     let step = progress.step("labels");
-    let change = labels::after_outcome(&pull.labels, outcome);
+    let change = labels::set_label(&pull.labels, target);
     let applied = async {
         for name in &change.remove {
             match github.remove_label(repository, pull.number, name).await {
@@ -518,7 +532,7 @@ pub(crate) async fn set_outcome_label(
             } else {
                 target.name().to_owned()
             });
-            Ok(Some(target.name().to_owned()))
+            Ok(target.name().to_owned())
         }
         Err(error) => {
             step.failed(error.to_string());

@@ -14,8 +14,11 @@
 //! - runs and their agent passes ([`Store::start_run`], …);
 //! - fingerprints of posted inline comments ([`Fingerprint`],
 //!   [`Store::record_posted_comments`], [`Store::posted_fingerprints`]);
-//! - job leases ([`Store::claim`], [`Store::renew`], [`Store::release`]).
+//! - job leases ([`Store::claim`], [`Store::renew`], [`Store::release`]);
+//! - job attempts, for backing off from a failing job and handing it to a human
+//!   ([`Store::record_job_failure`], [`Store::job_attempts`], …).
 
+mod attempts;
 mod dialect;
 mod error;
 mod fingerprints;
@@ -33,6 +36,7 @@ pub mod testing;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+pub use attempts::{JobAttempts, JobKey};
 pub use error::StoreError;
 pub use fingerprints::{Fingerprint, InlineComment};
 pub use leases::Lease;

@@ -37,6 +37,11 @@ pub(crate) const SQLITE: &[EmbeddedMigration] = &[
         description: "idempotent_runs",
         sql: include_str!("../migrations/sqlite/0002_idempotent_runs.sql"),
     },
+    EmbeddedMigration {
+        version: 3,
+        description: "job_attempts",
+        sql: include_str!("../migrations/sqlite/0003_job_attempts.sql"),
+    },
 ];
 
 /// PostgreSQL's migrations, oldest first.
@@ -51,10 +56,15 @@ pub(crate) const POSTGRES: &[EmbeddedMigration] = &[
         description: "idempotent_runs",
         sql: include_str!("../migrations/postgres/0002_idempotent_runs.sql"),
     },
+    EmbeddedMigration {
+        version: 3,
+        description: "job_attempts",
+        sql: include_str!("../migrations/postgres/0003_job_attempts.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The table sqlx's migrator records applied migrations in.
 pub(crate) const MIGRATIONS_TABLE: &str = "_sqlx_migrations";

@@ -21,6 +21,7 @@ use review_agent::prompts::Prompts;
 use review_github::{GitHubClient, RepositoryName};
 use review_pipeline::build_gate::BuildGateSettings;
 use review_pipeline::checkout::{CheckoutSettings, Checkouts};
+use review_pipeline::daemon::scheduler::{Leased, run_leased};
 use review_pipeline::review::{ReviewOutcome, ReviewSummary};
 use review_pipeline::{
     Progress, ProgressEvent, ReviewReport, ReviewRequest, ReviewSettings, Reviewer,
@@ -117,12 +118,61 @@ pub fn run(args: &ReviewArgs, config_file: Option<&std::path::Path>) -> anyhow::
     let outcome = super::block_on(async move {
         let reviewer = parts.reviewer(&request.repository).await?;
         let printer = StepPrinter::new(interactive);
-        let result = reviewer.review(&request, &printer.progress()).await;
+        let progress = printer.progress();
+        let result = if request.dry_run {
+            Ok(Leased::Ran(reviewer.review(&request, &progress).await))
+        } else {
+            // Under the pull request's lease, as a daemon's job: never at the
+            // same time as a daemon working on it.
+            run_leased(
+                &reviewer.store,
+                &request.repository.to_string(),
+                request.number,
+                review_store::JobKind::Review,
+                Box::pin(reviewer.review(&request, &progress)),
+            )
+            .await
+        };
         printer.finish();
         reviewer.store.close().await;
         anyhow::Ok(result)
-    })??;
-    Ok(report(outcome, &target, started.elapsed()))
+    })?;
+    match outcome? {
+        Ok(Leased::Ran(outcome)) => Ok(report(outcome, &target, started.elapsed(), "")),
+        Ok(Leased::Busy(lease)) => {
+            eprintln!("error: {:#}", busy(&target, lease.as_ref()));
+            Ok(ExitCode::from(1))
+        }
+        Ok(Leased::LeaseLost) => {
+            eprintln!("error: {:#}", lease_lost(&target));
+            Ok(ExitCode::from(1))
+        }
+        Err(error) => {
+            eprintln!("error: could not claim {target} in the store: {error}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// Another process holds the pull request's lease.
+pub(crate) fn busy(target: &str, lease: Option<&review_store::Lease>) -> anyhow::Error {
+    anyhow::anyhow!(
+        "another review-bot process is working on {target}{}; nothing was done: try again when it \
+         has finished (a daemon's job, or a `step` or `review` by hand)",
+        lease.map_or_else(String::new, |lease| format!(
+            " ({}, its lease held for {} s more)",
+            lease.holder,
+            lease.remaining.as_secs()
+        ))
+    )
+}
+
+/// The lease could not be renewed while the work ran.
+pub(crate) fn lease_lost(target: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "stopped: the lease on {target} could not be renewed (the store was unreachable past its \
+         expiry, or another process took it over); run the command again"
+    )
 }
 
 /// Everything `review` resolves from the configuration before it starts:
@@ -312,42 +362,61 @@ pub(crate) fn refuse_without_confinement(
     )
 }
 
+/// One line for the operator, after `prefix` (`OWNER/REPO#N: ` in the
+/// daemon, where jobs' lines interleave; empty for a command run by hand).
+pub(crate) fn say(prefix: &str, text: impl std::fmt::Display) {
+    crate::output::line(format_args!("{prefix}{text}"));
+}
+
 /// Prints the outcome and chooses the exit code.
 pub(crate) fn report(
     outcome: Result<ReviewReport, review_pipeline::ReviewFailure>,
     target: &str,
     wall: Duration,
+    prefix: &str,
 ) -> ExitCode {
     match outcome {
         Ok(ReviewReport::NothingToDo { reason }) => {
-            eprintln!("nothing to do: {reason}");
+            say(prefix, format_args!("nothing to do: {reason}"));
             ExitCode::SUCCESS
         }
         Ok(ReviewReport::AlreadyReviewed { head_sha, outcome }) => {
-            eprintln!(
-                "{target} at {} already has a completed review ({outcome}); nothing to do \
+            say(
+                prefix,
+                format_args!(
+                    "{target} at {} already has a completed review ({outcome}); nothing to do \
                  (--force reviews it again)",
-                review_pipeline::review::short_sha(&head_sha)
+                    review_pipeline::review::short_sha(&head_sha)
+                ),
             );
             ExitCode::SUCCESS
         }
         Ok(ReviewReport::DryRun { plan, summary }) => {
             print!("{}", plan.render());
-            eprintln!("dry run, nothing posted: {}", summary_line(&summary, wall));
+            say(
+                prefix,
+                format_args!("dry run, nothing posted: {}", summary_line(&summary, wall)),
+            );
             ExitCode::SUCCESS
         }
         Ok(ReviewReport::Completed(summary)) => {
-            eprintln!("{}", summary_line(&summary, wall));
+            say(prefix, format_args!("{}", summary_line(&summary, wall)));
             ExitCode::SUCCESS
         }
         Err(failure) => {
             // The error's text already carries its causes.
-            eprintln!("error: {}", failure.error);
+            say(prefix, format_args!("error: {}", failure.error));
             match failure.reported {
-                Some(url) => eprintln!("reported on the pull request: {url}"),
-                None => eprintln!("the failure could not be reported on the pull request"),
+                Some(url) => say(prefix, format_args!("reported on the pull request: {url}")),
+                None => say(
+                    prefix,
+                    format_args!("the failure could not be reported on the pull request"),
+                ),
             }
-            eprintln!("{}", summary_line(&failure.summary, wall));
+            say(
+                prefix,
+                format_args!("{}", summary_line(&failure.summary, wall)),
+            );
             ExitCode::from(1)
         }
     }

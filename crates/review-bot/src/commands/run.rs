@@ -16,15 +16,17 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use review_github::RepositoryName;
+use review_pipeline::daemon::attempts::{self, AfterFailure, AttemptPolicy, Gate, HandOverContext};
 use review_pipeline::daemon::{
     self, DaemonSettings, Health, Hit, JobOutcome, Runner, Scheduler, SchedulerSettings,
     WatchTarget,
 };
 use review_pipeline::{Progress, ProgressEvent};
+use review_store::JobKey;
 use tracing::Instrument as _;
 
-use super::review::Parts;
-use super::step::{StepSettings, conclude, step};
+use super::review::{Parts, say};
+use super::step::{Routed, StepSettings, conclude, read, run_job};
 use crate::config::{self, Config};
 
 /// `review-bot run`'s arguments.
@@ -48,7 +50,9 @@ pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Res
         poll_interval: Duration::from_secs(daemon_config.poll_interval_secs),
         shutdown_grace: Duration::from_secs(daemon_config.shutdown_grace_secs),
         once: args.once,
+        announce: |line| crate::output::line(line),
     };
+    let policy = AttemptPolicy::new(parts.config.agent.max_attempts, settings.poll_interval);
     let concurrency = daemon_config.concurrency;
     let scheduler_settings = SchedulerSettings::new(concurrency);
     let once = args.once;
@@ -69,7 +73,28 @@ pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Res
                     .expect("an owner's name is a valid repository name")
             });
         let reviewer = Arc::new(parts.reviewer(&first).await?);
-        let runner = job_runner(Arc::clone(&reviewer), step_settings);
+        // A daemon killed here (kill -9, a crash) left its leases live: take
+        // its pull requests over now rather than when the leases lapse.
+        match daemon::scheduler::release_dead_holders(
+            &reviewer.store,
+            &scheduler_settings.holder_prefix,
+        )
+        .await
+        {
+            Ok(released) if !released.is_empty() => crate::output::line(format_args!(
+                "took over {} pull request{} from a process that is gone: {}",
+                released.len(),
+                if released.len() == 1 { "" } else { "s" },
+                released
+                    .iter()
+                    .map(|lease| format!("{}#{}", lease.repository, lease.pull_request))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "could not look for leases of dead processes"),
+        }
+        let runner = job_runner(Arc::clone(&reviewer), step_settings, policy);
         let scheduler = Scheduler::new(reviewer.store.clone(), runner, scheduler_settings);
         let served = if once {
             None
@@ -83,7 +108,7 @@ pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Res
             };
             Some(serve(listen, operations).await?)
         };
-        eprintln!(
+        crate::output::line(format_args!(
             "watching {} every {} s, {} job{} at once{}",
             targets
                 .iter()
@@ -94,7 +119,7 @@ pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Res
             concurrency,
             if concurrency == 1 { "" } else { "s" },
             if once { " (one poll)" } else { "" }
-        );
+        ));
         let summary = daemon::run(&reviewer.github, scheduler, &settings, &health, shutdown).await;
         if let Some(server) = served {
             server.abort();
@@ -105,7 +130,7 @@ pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Res
             .iter()
             .filter(|(_, end)| end.is_failure())
             .count();
-        eprintln!(
+        crate::output::line(format_args!(
             "stopped after {} poll{}: {} job{} ended, {failed} not completed, {} search error{}",
             summary.polls,
             if summary.polls == 1 { "" } else { "s" },
@@ -113,7 +138,7 @@ pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Res
             if summary.jobs.len() == 1 { "" } else { "s" },
             summary.poll_errors,
             if summary.poll_errors == 1 { "" } else { "s" },
-        );
+        ));
         anyhow::Ok(if !once || summary.all_completed() {
             ExitCode::SUCCESS
         } else {
@@ -145,6 +170,26 @@ fn install_metrics() -> anyhow::Result<metrics_exporter_prometheus::PrometheusHa
         "Search requests, by result (unchanged: a free 304)."
     );
     metrics::describe_counter!("review_bot_jobs_total", "Jobs ended, by kind and outcome.");
+    metrics::describe_histogram!(
+        "review_bot_step_duration_seconds",
+        "How long each job's step took, from reading the labels to its last write."
+    );
+    metrics::describe_histogram!(
+        "review_bot_agent_cost_usd",
+        "What the agent cost per job that ran it (US dollars), by kind."
+    );
+    metrics::describe_histogram!(
+        "review_bot_agent_turns",
+        "The agent's turns per job that ran it, by kind."
+    );
+    metrics::describe_gauge!(
+        "review_bot_jobs_queued",
+        "Jobs waiting for one of daemon.concurrency slots."
+    );
+    metrics::describe_gauge!(
+        "review_bot_jobs_backing_off",
+        "Jobs (pull request, kind, head) waiting out their backoff after failures (all replicas)."
+    );
     metrics::describe_histogram!(
         "review_bot_job_duration_seconds",
         "How long jobs held their lease, by kind."
@@ -188,7 +233,9 @@ async fn serve(
         .route("/healthz", get(healthz))
         .route("/metrics", get(render_metrics))
         .with_state(operations);
-    eprintln!("serving /healthz and /metrics on http://{address}");
+    crate::output::line(format_args!(
+        "serving /healthz and /metrics on http://{address}"
+    ));
     Ok(tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, app).await {
             tracing::error!(%error, "the /healthz and /metrics server stopped");
@@ -230,6 +277,11 @@ async fn healthz(
 async fn render_metrics(
     axum::extract::State(operations): axum::extract::State<Operations>,
 ) -> ([(axum::http::HeaderName, &'static str); 1], String) {
+    match operations.store.job_attempts_backing_off().await {
+        #[allow(clippy::cast_precision_loss, reason = "counts are far below 2^52")]
+        Ok(count) => metrics::gauge!("review_bot_jobs_backing_off").set(count as f64),
+        Err(error) => tracing::warn!(%error, "could not count the jobs backing off"),
+    }
     operations.metrics.run_upkeep();
     (
         [(
@@ -240,9 +292,16 @@ async fn render_metrics(
     )
 }
 
-/// Each job: `step` for the pull request, its progress and result lines
-/// prefixed with the pull request, in a span naming it.
-fn job_runner(reviewer: Arc<review_pipeline::Reviewer>, settings: StepSettings) -> Runner {
+/// Each job: `step` for the pull request — its labels read, the attempt
+/// gate (a job that failed on this head waits for its backoff, and one that
+/// failed `agent.max_attempts` times is handed to a human), the job, its
+/// failure or success recorded — with its lines prefixed with the pull
+/// request, in a span naming it and its head commit.
+fn job_runner(
+    reviewer: Arc<review_pipeline::Reviewer>,
+    settings: StepSettings,
+    policy: AttemptPolicy,
+) -> Runner {
     Arc::new(move |hit: Hit| {
         let reviewer = Arc::clone(&reviewer);
         let settings = settings.clone();
@@ -250,39 +309,199 @@ fn job_runner(reviewer: Arc<review_pipeline::Reviewer>, settings: StepSettings) 
             "job",
             repository = %hit.repository,
             pull_request = hit.number,
-            job = ?hit.job
+            job = ?hit.job,
+            head_sha = tracing::field::Empty,
         );
         Box::pin(
             async move {
-                let target = hit.to_string();
                 let started = Instant::now();
-                let progress = prefixed_progress(target.clone());
-                let stepped = Box::pin(step(
-                    &reviewer,
-                    &hit.repository,
-                    hit.number,
-                    &settings,
-                    &progress,
-                ))
-                .await;
-                match stepped {
-                    Ok(stepped) => {
-                        if conclude(stepped, &target, started.elapsed()) == ExitCode::SUCCESS {
-                            JobOutcome::Completed
-                        } else {
-                            JobOutcome::Failed("the step ended on an error".to_owned())
-                        }
-                    }
-                    Err(error) => JobOutcome::Failed(format!("{error:#}")),
-                }
+                let outcome = Box::pin(run_one(&reviewer, &hit, &settings, &policy)).await;
+                metrics::histogram!("review_bot_step_duration_seconds")
+                    .record(started.elapsed().as_secs_f64());
+                outcome
             }
             .instrument(span),
         )
     })
 }
 
-/// Progress lines as `step` prints them, each prefixed with `OWNER/REPO#N: `.
-fn prefixed_progress(target: String) -> Progress {
+/// One job, as [`job_runner`] describes.
+async fn run_one(
+    reviewer: &review_pipeline::Reviewer,
+    hit: &Hit,
+    settings: &StepSettings,
+    policy: &AttemptPolicy,
+) -> JobOutcome {
+    let target = hit.to_string();
+    let prefix = format!("{target}: ");
+    let started = Instant::now();
+    let progress = prefixed_progress(prefix.clone());
+    let (pull_request, job) = match read(reviewer, &hit.repository, hit.number, &progress).await {
+        Ok(Routed::Job { pull_request, job }) => (pull_request, job),
+        Ok(Routed::Nothing(reason)) => {
+            say(&prefix, format_args!("nothing to do: {target} {reason}"));
+            return JobOutcome::Completed;
+        }
+        Err(error) => return JobOutcome::Failed(format!("{error:#}")),
+    };
+    tracing::Span::current().record("head_sha", pull_request.head_sha.as_str());
+    let attempt = Attempt {
+        reviewer,
+        hit,
+        repository: hit.repository.to_string(),
+        pull_request: &pull_request,
+        job,
+        policy,
+        prefix: &prefix,
+        progress: &progress,
+    };
+    let counted = attempts::counted(job);
+    if counted && let Some(outcome) = attempt.gate().await {
+        return outcome;
+    }
+    let stepped = Box::pin(run_job(
+        reviewer,
+        &hit.repository,
+        (*pull_request).clone(),
+        job,
+        settings,
+        &progress,
+    ))
+    .await;
+    let (cost, turns) = stepped.agent_spend();
+    let kind = attempts::job_kind(job).as_str();
+    if turns > 0 || cost > 0.0 {
+        metrics::histogram!("review_bot_agent_cost_usd", "kind" => kind).record(cost);
+        metrics::histogram!("review_bot_agent_turns", "kind" => kind).record(f64::from(turns));
+    }
+    let public_error = stepped.public_error();
+    let completed = conclude(stepped, &target, started.elapsed(), &prefix) == ExitCode::SUCCESS;
+    if counted && let Err(error) = attempt.record(public_error.as_deref()).await {
+        tracing::warn!(%error, "could not record the job's attempt");
+        return JobOutcome::Failed(error);
+    }
+    if completed {
+        JobOutcome::Completed
+    } else {
+        JobOutcome::Failed(public_error.unwrap_or_else(|| "the step ended on an error".to_owned()))
+    }
+}
+
+/// A counted job on one head: its gate before, its record after.
+struct Attempt<'a> {
+    reviewer: &'a review_pipeline::Reviewer,
+    hit: &'a Hit,
+    repository: String,
+    pull_request: &'a review_github::PullRequest,
+    job: review_core::labels::Job,
+    policy: &'a AttemptPolicy,
+    prefix: &'a str,
+    progress: &'a Progress,
+}
+
+impl Attempt<'_> {
+    fn key(&self) -> JobKey<'_> {
+        JobKey {
+            repository: &self.repository,
+            pull_request: self.hit.number,
+            kind: attempts::job_kind(self.job),
+            head_sha: &self.pull_request.head_sha,
+        }
+    }
+
+    fn hand_over_context(&self) -> HandOverContext<'_> {
+        HandOverContext {
+            github: &self.reviewer.github,
+            repository: &self.hit.repository,
+            pull_request: self.pull_request,
+            job: self.job,
+            bot_login: self.reviewer.settings.bot_login.as_deref(),
+            progress: self.progress,
+        }
+    }
+
+    fn short_head(&self) -> &str {
+        review_pipeline::review::short_sha(&self.pull_request.head_sha)
+    }
+
+    /// `None`: run the job. Otherwise the job's outcome without running it
+    /// (backing off, or handing over).
+    async fn gate(&self) -> Option<JobOutcome> {
+        let key = self.key();
+        match attempts::gate(&self.reviewer.store, &key, self.policy).await {
+            Ok(Gate::Run) => None,
+            Ok(Gate::Wait { failures, retry_in }) => Some(JobOutcome::Skipped(format!(
+                "{failures} failed attempt{} at {}; the next is due in {} s",
+                if failures == 1 { "" } else { "s" },
+                self.short_head(),
+                retry_in.as_secs().max(1)
+            ))),
+            Ok(Gate::HandOver(recorded)) => Some(
+                match attempts::hand_over(
+                    &self.reviewer.store,
+                    &key,
+                    &recorded,
+                    self.policy,
+                    &self.hand_over_context(),
+                )
+                .await
+                {
+                    Ok(url) => {
+                        say(self.prefix, format_args!("handed to a human: {url}"));
+                        JobOutcome::Completed
+                    }
+                    Err(error) => JobOutcome::Failed(error.to_string()),
+                },
+            ),
+            Err(error) => Some(JobOutcome::Failed(format!(
+                "could not read the job's earlier attempts: {error}"
+            ))),
+        }
+    }
+
+    /// Forgets the head's failures after a success; records one more after
+    /// a failure (`public_error`), handing over at the limit.
+    async fn record(&self, public_error: Option<&str>) -> Result<(), String> {
+        let key = self.key();
+        let Some(error) = public_error else {
+            return attempts::record_success(&self.reviewer.store, &key)
+                .await
+                .map_err(|error| error.to_string());
+        };
+        let after = attempts::record_failure(
+            &self.reviewer.store,
+            &key,
+            error,
+            self.policy,
+            &self.hand_over_context(),
+        )
+        .await
+        .map_err(|error| error.to_string())?;
+        match after {
+            AfterFailure::Retry { failures, retry_in } => say(
+                self.prefix,
+                format_args!(
+                    "attempt {failures} of {} failed at {}; the next in {} s at the earliest",
+                    self.policy.max_attempts,
+                    self.short_head(),
+                    retry_in.as_secs()
+                ),
+            ),
+            AfterFailure::HandedOver {
+                failures,
+                comment_url,
+            } => say(
+                self.prefix,
+                format_args!("{failures} failed attempts: handed to a human ({comment_url})"),
+            ),
+        }
+        Ok(())
+    }
+}
+
+/// Progress lines as `step` prints them, each prefixed with `OWNER/REPO#N: `
+/// (JSON log events in the job's span with `--log-format json`).
+fn prefixed_progress(prefix: String) -> Progress {
     Progress::new(move |event| match event {
         ProgressEvent::Started { .. } => {}
         ProgressEvent::Finished {
@@ -290,12 +509,15 @@ fn prefixed_progress(target: String) -> Progress {
             detail,
             elapsed,
             ok,
-        } => eprintln!(
-            "{target}: {} {step} ({:.1} s): {detail}",
-            if ok { "✓" } else { "✗" },
-            elapsed.as_secs_f64()
+        } => say(
+            &prefix,
+            format_args!(
+                "{} {step} ({:.1} s): {detail}",
+                if ok { "✓" } else { "✗" },
+                elapsed.as_secs_f64()
+            ),
         ),
-        ProgressEvent::Note { message } => eprintln!("{target}:   {message}"),
+        ProgressEvent::Note { message } => say(&prefix, format_args!("  {message}")),
     })
 }
 
@@ -310,7 +532,9 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()>> {
             _ = terminate.recv() => "SIGTERM",
             _ = interrupt.recv() => "SIGINT",
         };
-        eprintln!("{name}: no more polls; letting running jobs finish");
+        crate::output::line(format_args!(
+            "{name}: no more polls; letting running jobs finish"
+        ));
     })
 }
 
@@ -343,6 +567,9 @@ fn check_start(
     }
     if daemon.concurrency == 0 {
         problems.push("daemon.concurrency is 0: set it to at least 1 job at once".to_owned());
+    }
+    if config.agent.max_attempts == 0 {
+        problems.push("agent.max_attempts is 0: set it to at least 1 attempt".to_owned());
     }
     if daemon.poll_interval_secs == 0 {
         problems.push("daemon.poll_interval_secs is 0: set it to at least 1 second".to_owned());

@@ -27,7 +27,9 @@ use review_pipeline::ci::{CiRequest, CiSummary, CiVerdict};
 use review_pipeline::write::{WriteReport, WriteRequest, WriteSettings};
 use review_pipeline::{ReviewRequest, Reviewer};
 
-use super::review::{Parts, StepPrinter, parse_target, report};
+use review_pipeline::daemon::scheduler::{Leased, run_leased};
+
+use super::review::{Parts, StepPrinter, busy, lease_lost, parse_target, report, say};
 use crate::config;
 
 /// `review-bot step`'s arguments.
@@ -75,11 +77,47 @@ pub fn run(args: &StepArgs, config_file: Option<&std::path::Path>) -> anyhow::Re
         let reviewer = parts.reviewer(&repository).await?;
         let printer = StepPrinter::new(interactive);
         let progress = printer.progress();
-        // Boxed: the review and write flows make a large future.
-        let outcome = Box::pin(step(&reviewer, &repository, number, &settings, &progress)).await;
+        let routed = read(&reviewer, &repository, number, &progress).await;
+        let outcome = match routed {
+            Ok(Routed::Nothing(reason)) => Ok(Stepped::Nothing(reason)),
+            Ok(Routed::Job { pull_request, job }) => {
+                // Under the pull request's lease, as a daemon's job: never at
+                // the same time as a daemon working on it.
+                let leased = run_leased(
+                    &reviewer.store,
+                    &repository.to_string(),
+                    number,
+                    review_pipeline::daemon::attempts::job_kind(job),
+                    // Boxed: the review and write flows make a large future.
+                    Box::pin(run_job(
+                        &reviewer,
+                        &repository,
+                        *pull_request,
+                        job,
+                        &settings,
+                        &progress,
+                    )),
+                )
+                .await;
+                match leased {
+                    Ok(Leased::Ran(stepped)) => Ok(stepped),
+                    Ok(Leased::Busy(lease)) => Err(busy(&target, lease.as_ref())),
+                    Ok(Leased::LeaseLost) => Err(lease_lost(&target)),
+                    Err(error) => Err(anyhow::Error::new(error)
+                        .context(format!("could not claim {target} in the store"))),
+                }
+            }
+            Err(error) => Err(error),
+        };
         printer.finish();
         reviewer.store.close().await;
-        anyhow::Ok(conclude(outcome?, &target, started.elapsed()))
+        match outcome {
+            Ok(stepped) => anyhow::Ok(conclude(stepped, &target, started.elapsed(), "")),
+            Err(error) => {
+                say("", format_args!("error: {error:#}"));
+                anyhow::Ok(ExitCode::from(1))
+            }
+        }
     })?
 }
 
@@ -105,26 +143,29 @@ impl StepSettings {
 
 /// Prints what the step did and chooses the exit code: `step`'s and, per
 /// job, the daemon's verdict.
-pub(crate) fn conclude(stepped: Stepped, target: &str, wall: Duration) -> ExitCode {
+pub(crate) fn conclude(stepped: Stepped, target: &str, wall: Duration, prefix: &str) -> ExitCode {
     match stepped {
         Stepped::Nothing(reason) => {
-            eprintln!("nothing to do: {target} {reason}");
+            say(prefix, format_args!("nothing to do: {target} {reason}"));
             ExitCode::SUCCESS
         }
-        Stepped::Review(outcome) => report(outcome, target, wall),
+        Stepped::Review(outcome) => report(outcome, target, wall, prefix),
         Stepped::Ci(Ok(summary)) => {
-            eprintln!("{}", ci_line(&summary, wall));
+            say(prefix, format_args!("{}", ci_line(&summary, wall)));
             ExitCode::SUCCESS
         }
         Stepped::Ci(Err(error)) => {
-            eprintln!("error: {error}");
-            eprintln!(
-                "CI not checked · label unchanged · wall {:.1} s",
-                wall.as_secs_f64()
+            say(prefix, format_args!("error: {error}"));
+            say(
+                prefix,
+                format_args!(
+                    "CI not checked · label unchanged · wall {:.1} s",
+                    wall.as_secs_f64()
+                ),
             );
             ExitCode::from(1)
         }
-        Stepped::Write(outcome) => write_report(outcome, wall),
+        Stepped::Write(outcome) => write_report(outcome, wall, prefix),
     }
 }
 
@@ -136,15 +177,55 @@ pub(crate) enum Stepped {
     Write(Result<WriteReport, review_pipeline::write::WriteFailure>),
 }
 
-/// One step of the loop for `repository#number`: reads its labels and runs
-/// the job they call for. `review-bot step` and each of the daemon's jobs.
-pub(crate) async fn step(
+impl Stepped {
+    /// What failed, in one sentence fit for the pull request; `None` when
+    /// the step completed.
+    pub(crate) fn public_error(&self) -> Option<String> {
+        match self {
+            Self::Nothing(_) | Self::Review(Ok(_)) | Self::Ci(Ok(_)) | Self::Write(Ok(_)) => None,
+            Self::Review(Err(failure)) => Some(failure.error.public_summary()),
+            Self::Write(Err(failure)) => Some(failure.error.public_summary()),
+            Self::Ci(Err(error)) => Some(error.to_string()),
+        }
+    }
+
+    /// What the agent cost (US dollars) and how many turns it took.
+    pub(crate) fn agent_spend(&self) -> (f64, u32) {
+        use review_pipeline::ReviewReport;
+        match self {
+            Self::Review(
+                Ok(ReviewReport::Completed(summary) | ReviewReport::DryRun { summary, .. })
+                | Err(review_pipeline::ReviewFailure { summary, .. }),
+            ) => (summary.agent_cost_usd, summary.agent_turns),
+            Self::Write(
+                Ok(summary) | Err(review_pipeline::write::WriteFailure { summary, .. }),
+            ) => (summary.agent_cost_usd, summary.agent_turns),
+            _ => (0.0, 0),
+        }
+    }
+}
+
+/// What the pull request's state and labels call for.
+pub(crate) enum Routed {
+    /// Nothing (closed, or no trigger label), and why.
+    Nothing(String),
+    /// `job`, on the pull request as read.
+    Job {
+        pull_request: Box<review_github::PullRequest>,
+        job: Job,
+    },
+}
+
+/// One step of the loop for `repository#number`, first half: reads the pull
+/// request (a conditional request: free when unchanged) and routes it by its
+/// labels. `review-bot step` then runs [`run_job`] under the pull request's
+/// lease; the daemon, under its job's lease, with its attempt gate between.
+pub(crate) async fn read(
     reviewer: &Reviewer,
     repository: &review_github::RepositoryName,
     number: u64,
-    settings: &StepSettings,
     progress: &review_pipeline::Progress,
-) -> anyhow::Result<Stepped> {
+) -> anyhow::Result<Routed> {
     let step = progress.step("labels");
     let pull_request = match reviewer.github.get_pull_request(repository, number).await {
         Ok(pull_request) => pull_request,
@@ -155,7 +236,7 @@ pub(crate) async fn step(
     };
     if pull_request.state != PullRequestState::Open {
         step.done("closed");
-        return Ok(Stepped::Nothing(format!(
+        return Ok(Routed::Nothing(format!(
             "is {}",
             if pull_request.merged {
                 "merged"
@@ -164,15 +245,32 @@ pub(crate) async fn step(
             }
         )));
     }
-    let job = match route(&pull_request.labels) {
+    match route(&pull_request.labels) {
         Route::Nothing(reason) => {
             step.done("no trigger label");
-            return Ok(Stepped::Nothing(reason));
+            Ok(Routed::Nothing(reason))
         }
-        Route::Job(job) => job,
-    };
-    step.done(format!("{} → {}", job.trigger(), job_name(job)));
-    Ok(match job {
+        Route::Job(job) => {
+            step.done(format!("{} → {}", job.trigger(), job_name(job)));
+            Ok(Routed::Job {
+                pull_request: Box::new(pull_request),
+                job,
+            })
+        }
+    }
+}
+
+/// Runs `job` on the pull request [`read`] found.
+pub(crate) async fn run_job(
+    reviewer: &Reviewer,
+    repository: &review_github::RepositoryName,
+    pull_request: review_github::PullRequest,
+    job: Job,
+    settings: &StepSettings,
+    progress: &review_pipeline::Progress,
+) -> Stepped {
+    let number = pull_request.number;
+    match job {
         Job::Review => Stepped::Review(
             reviewer
                 .review(
@@ -211,7 +309,7 @@ pub(crate) async fn step(
                 )
                 .await,
         ),
-    })
+    }
 }
 
 const fn job_name(job: Job) -> &'static str {
@@ -262,19 +360,26 @@ fn ci_line(summary: &CiSummary, wall: Duration) -> String {
 fn write_report(
     outcome: Result<WriteReport, review_pipeline::write::WriteFailure>,
     wall: Duration,
+    prefix: &str,
 ) -> ExitCode {
     match outcome {
         Ok(report) => {
-            eprintln!("{}", report.summary_line(wall));
+            say(prefix, format_args!("{}", report.summary_line(wall)));
             ExitCode::SUCCESS
         }
         Err(failure) => {
-            eprintln!("error: {}", failure.error);
+            say(prefix, format_args!("error: {}", failure.error));
             match &failure.reported {
-                Some(url) => eprintln!("reported on the pull request: {url}"),
-                None => eprintln!("the failure could not be reported on the pull request"),
+                Some(url) => say(prefix, format_args!("reported on the pull request: {url}")),
+                None => say(
+                    prefix,
+                    format_args!("the failure could not be reported on the pull request"),
+                ),
             }
-            eprintln!("{}", failure.summary.summary_line(wall));
+            say(
+                prefix,
+                format_args!("{}", failure.summary.summary_line(wall)),
+            );
             ExitCode::from(1)
         }
     }

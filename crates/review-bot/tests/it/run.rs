@@ -397,3 +397,118 @@ async fn polls_after_the_first_cost_no_rate_limit_points_while_nothing_changes()
         );
     }
 }
+
+/// Waits (re-reading the simulator) until `pull` carries exactly `expected`.
+async fn wait_for_labels(pull: &PullRequestHandle, expected: &[&str], what: &str) {
+    let deadline = Instant::now() + Duration::from_mins(5);
+    loop {
+        let now = labels(pull);
+        if now == expected {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: labels still {now:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_failing_on_one_head_backs_off_then_goes_to_a_human_and_a_relabel_tries_again() {
+    // Two answers of 500 (each attempt's first pass fails), then a clean review.
+    let script = Script::new([Turn::http_error(500), Turn::http_error(500)])
+        .then_forever(Turn::text("No issues found."));
+    let Some(world) = World::start(script).await else {
+        return;
+    };
+    let child = world
+        .command(&[])
+        .env("REVIEW_BOT_DAEMON_REPOSITORIES", "acme/widgets")
+        .env("REVIEW_BOT_DAEMON_POLL_INTERVAL_SECS", "1")
+        .env("REVIEW_BOT_AGENT_MAX_ATTEMPTS", "2")
+        .env(
+            "REVIEW_BOT_DAEMON_LISTEN",
+            format!("127.0.0.1:{}", free_port()),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let guard = KillOnDrop(Some(child));
+    wait_for_labels(&world.review, &["bot-human-intervention"], "the hand-over").await;
+    // Two attempts, one model request each; the polls between them (every
+    // second, the backoff is two) skipped the pull request.
+    assert_eq!(world.model.requests().len(), 2);
+    let comments = world.review.issue_comments().unwrap();
+    let bodies: Vec<&str> = comments
+        .iter()
+        .map(|comment| comment.body.as_str())
+        .collect();
+    assert_eq!(
+        bodies.len(),
+        3,
+        "two error comments and the hand-over: {bodies:#?}"
+    );
+    assert!(comments.iter().all(|comment| comment.user == BOT));
+    let hand_over = bodies[2];
+    for expected in [
+        "2 failed attempts",
+        "`agent.max_attempts`",
+        "replace `bot-human-intervention` with `bot-review-needed`",
+    ] {
+        assert!(hand_over.contains(expected), "{expected}: {hand_over}");
+    }
+    assert!(world.review.reviews().unwrap().is_empty());
+    // A person hands it back on the same head: a fresh try, which succeeds.
+    world.review.remove_label("bot-human-intervention").unwrap();
+    world.review.add_label("bot-review-needed").unwrap();
+    wait_for_labels(
+        &world.review,
+        &["human-review-needed"],
+        "the retried review",
+    )
+    .await;
+    let reviews = world.review.reviews().unwrap();
+    assert_eq!(reviews.len(), 1);
+    assert!(reviews[0].body.contains("LGTM"), "{}", reviews[0].body);
+    assert_eq!(world.model.requests().len(), 4);
+    assert_eq!(
+        world.review.issue_comments().unwrap().len(),
+        3,
+        "no comment twice"
+    );
+    let output = guard.terminate().await;
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    for expected in [
+        "acme/widgets#1: attempt 1 of 2 failed at ",
+        "acme/widgets#1: skipped: 1 failed attempt at ",
+        "acme/widgets#1: 2 failed attempts: handed to a human (",
+    ] {
+        assert!(log.contains(expected), "{expected}: {log}");
+    }
+}
+
+/// A daemon that is killed if the test ends before it does.
+struct KillOnDrop(Option<std::process::Child>);
+
+impl KillOnDrop {
+    /// SIGTERM, then its output.
+    async fn terminate(mut self) -> Output {
+        let child = self.0.take().expect("the daemon runs");
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -7,6 +7,7 @@
 //! On shutdown, polling stops, running jobs get `shutdown_grace`, and the
 //! rest are stopped and their leases released.
 
+pub mod attempts;
 pub mod poller;
 pub mod scheduler;
 
@@ -30,49 +31,70 @@ pub struct DaemonSettings {
     pub shutdown_grace: Duration,
     /// One poll, every job to its end, then return.
     pub once: bool,
+    /// Prints one line for the operator (each job's end, poll errors,
+    /// shutdown): plain text, or a JSON log event, as the binary chooses.
+    pub announce: fn(&str),
 }
 
-/// What `/healthz` reports about the loop: when a poll last answered.
+/// What `/healthz` reports about the loop: when a poll last answered, and
+/// whether the latest poll failed outright.
 #[derive(Debug)]
 pub struct Health {
     started: Instant,
-    last_poll: Mutex<Option<Instant>>,
-    last_error: Mutex<Option<String>>,
+    state: Mutex<PollHealth>,
+}
+
+#[derive(Debug, Default)]
+struct PollHealth {
+    last_success: Option<Instant>,
+    /// The latest poll's first error, when every one of its searches failed
+    /// (a revoked token, GitHub unreachable).
+    failing: Option<String>,
+    /// The most recent error of any poll.
+    last_error: Option<String>,
 }
 
 impl Default for Health {
     fn default() -> Self {
         Self {
             started: Instant::now(),
-            last_poll: Mutex::default(),
-            last_error: Mutex::default(),
+            state: Mutex::default(),
         }
     }
 }
 
 impl Health {
-    /// `Ok` when a poll had every search answered within `within` (or the
-    /// daemon started less than `within` ago); else what is wrong.
+    /// `Ok` when the latest poll had at least one search answered and a poll
+    /// had every search answered within `within` (or the daemon started less
+    /// than `within` ago); else what is wrong.
     pub fn check(&self, within: Duration) -> Result<(), String> {
-        let last = *self.last_poll.lock().expect("health lock");
-        let since = last.unwrap_or(self.started).elapsed();
+        let state = self.state.lock().expect("health lock");
+        if let Some(error) = &state.failing {
+            return Err(format!("the latest poll failed: {error}"));
+        }
+        let since = state.last_success.unwrap_or(self.started).elapsed();
         if since <= within {
             return Ok(());
         }
-        let error = self.last_error.lock().expect("health lock").clone();
         Err(format!(
             "no successful poll for {} s{}",
             since.as_secs(),
-            error.map_or_else(String::new, |error| format!(" (last error: {error})"))
+            state
+                .last_error
+                .as_ref()
+                .map_or_else(String::new, |error| format!(" (last error: {error})"))
         ))
     }
 
     fn polled(&self, found: &Poll) {
+        let mut state = self.state.lock().expect("health lock");
         if let Some(error) = found.errors.first() {
-            *self.last_error.lock().expect("health lock") = Some(error.clone());
+            state.last_error = Some(error.clone());
         } else {
-            *self.last_poll.lock().expect("health lock") = Some(Instant::now());
+            state.last_success = Some(Instant::now());
         }
+        state.failing = (found.searches > 0 && found.errors.len() == found.searches)
+            .then(|| found.errors[0].clone());
     }
 }
 
@@ -93,18 +115,19 @@ impl DaemonSummary {
         self.poll_errors == 0 && !self.jobs.iter().any(|(_, end)| end.is_failure())
     }
 
-    fn record(&mut self, hit: Hit, end: JobEnd) {
+    fn record(&mut self, hit: Hit, end: JobEnd, announce: fn(&str)) {
         match &end {
             JobEnd::Completed => tracing::info!(%hit, "job completed"),
             JobEnd::Busy => tracing::info!(%hit, "skipped: another holder has its lease"),
             JobEnd::Failed(error) => tracing::warn!(%hit, error, "job failed"),
+            JobEnd::Skipped(reason) => tracing::info!(%hit, reason, "job skipped"),
             JobEnd::StoreFailed(error) => {
                 tracing::warn!(%hit, error, "job not started: the store failed");
             }
             JobEnd::LeaseLost => tracing::warn!(%hit, "job stopped: its lease was lost"),
             JobEnd::Abandoned => tracing::warn!(%hit, "job stopped at shutdown"),
         }
-        eprintln!("{hit}: {}", describe(&end));
+        announce(&format!("{hit}: {}", describe(&end)));
         self.jobs.push((hit, end));
     }
 }
@@ -114,6 +137,7 @@ fn describe(end: &JobEnd) -> String {
     match end {
         JobEnd::Completed => "job completed".to_owned(),
         JobEnd::Failed(error) => format!("job failed: {error}"),
+        JobEnd::Skipped(reason) => format!("skipped: {reason}"),
         JobEnd::Busy => "skipped: another holder has its lease".to_owned(),
         JobEnd::LeaseLost => "job stopped: its lease was lost".to_owned(),
         JobEnd::Abandoned => "job stopped at shutdown, lease released".to_owned(),
@@ -144,7 +168,7 @@ pub async fn run(
         record_poll(github, &found);
         for error in &found.errors {
             tracing::warn!(error, "poll error");
-            eprintln!("poll error: {error}");
+            (settings.announce)(&format!("poll error: {error}"));
         }
         let mut queued = 0;
         for hit in found.hits {
@@ -162,25 +186,25 @@ pub async fn run(
         metrics::gauge!("review_bot_jobs_pending").set(gauge_value(scheduler.pending()));
         if settings.once {
             tokio::select! {
-                () = drain_into(&mut scheduler, &mut summary) => return summary,
+                () = drain_into(&mut scheduler, &mut summary, settings.announce) => return summary,
                 () = &mut shutdown => break,
             }
         }
         loop {
             tokio::select! {
                 () = &mut shutdown => {
-                    stop(&mut scheduler, &mut summary, settings.shutdown_grace).await;
+                    stop(&mut scheduler, &mut summary, settings).await;
                     return summary;
                 }
                 () = tokio::time::sleep_until(next_poll) => break,
                 Some((hit, end)) = scheduler.next_end() => {
-                    summary.record(hit, end);
+                    summary.record(hit, end, settings.announce);
                     metrics::gauge!("review_bot_jobs_pending").set(gauge_value(scheduler.pending()));
                 }
             }
         }
     }
-    stop(&mut scheduler, &mut summary, settings.shutdown_grace).await;
+    stop(&mut scheduler, &mut summary, settings).await;
     summary
 }
 
@@ -226,21 +250,21 @@ fn record_poll(github: &GitHubClient, found: &Poll) {
     }
 }
 
-async fn drain_into(scheduler: &mut Scheduler, summary: &mut DaemonSummary) {
+async fn drain_into(scheduler: &mut Scheduler, summary: &mut DaemonSummary, announce: fn(&str)) {
     while let Some((hit, end)) = scheduler.next_end().await {
-        summary.record(hit, end);
+        summary.record(hit, end, announce);
     }
 }
 
-async fn stop(scheduler: &mut Scheduler, summary: &mut DaemonSummary, grace: Duration) {
+async fn stop(scheduler: &mut Scheduler, summary: &mut DaemonSummary, settings: &DaemonSettings) {
     let pending = scheduler.pending();
     tracing::info!(pending, "shutting down: polling stopped");
-    eprintln!(
+    (settings.announce)(&format!(
         "shutting down: {pending} job{} running, up to {} s to finish",
         if pending == 1 { "" } else { "s" },
-        grace.as_secs()
-    );
-    for (hit, end) in scheduler.shutdown(grace).await {
-        summary.record(hit, end);
+        settings.shutdown_grace.as_secs()
+    ));
+    for (hit, end) in scheduler.shutdown(settings.shutdown_grace).await {
+        summary.record(hit, end, settings.announce);
     }
 }

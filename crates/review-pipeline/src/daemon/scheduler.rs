@@ -15,12 +15,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use review_core::labels::Job;
 use review_github::RepositoryName;
-use review_store::{JobKind, Lease, Store};
+use review_store::{Lease, Store};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+use super::attempts::job_kind;
 use super::poller::Hit;
 
 /// How a job the runner ran ended.
@@ -30,6 +30,8 @@ pub enum JobOutcome {
     Completed,
     /// The step ended on an error.
     Failed(String),
+    /// Not run now, and why (its earlier failures' backoff is not over).
+    Skipped(String),
 }
 
 /// How a scheduled pull request ended.
@@ -39,6 +41,8 @@ pub enum JobEnd {
     Completed,
     /// The job ended on an error.
     Failed(String),
+    /// The job chose not to run now, and why (backing off after failures).
+    Skipped(String),
     /// Another holder (replica or task) holds the pull request's lease: not run.
     Busy,
     /// The lease could not be renewed (lapsed or taken over): the job was stopped.
@@ -55,6 +59,7 @@ impl JobEnd {
         match self {
             Self::Completed => "completed",
             Self::Failed(_) => "failed",
+            Self::Skipped(_) => "skipped",
             Self::Busy => "busy",
             Self::LeaseLost => "lease_lost",
             Self::Abandoned => "abandoned",
@@ -64,7 +69,7 @@ impl JobEnd {
 
     /// Whether this counts against `run --once`'s exit code.
     pub fn is_failure(&self) -> bool {
-        !matches!(self, Self::Completed | Self::Busy)
+        !matches!(self, Self::Completed | Self::Busy | Self::Skipped(_))
     }
 }
 
@@ -107,12 +112,59 @@ pub fn holder_prefix() -> String {
     format!("{host}:{}", std::process::id())
 }
 
-const fn job_kind(job: Job) -> JobKind {
-    match job {
-        Job::Review => JobKind::Review,
-        Job::Write => JobKind::Write,
-        Job::CiCheck => JobKind::Ci,
+/// At start: releases the live leases held by processes of this host that
+/// are gone (a daemon killed with `kill -9`, a crashed replica restarted on
+/// the same machine), so their pull requests are taken over now rather than
+/// when the leases lapse. A holder is `hostname:pid:uuid`; a lease of another
+/// host, or of a process still running here, is left to expire on its own.
+/// Returns the leases released.
+pub async fn release_dead_holders(
+    store: &Store,
+    holder_prefix: &str,
+) -> Result<Vec<Lease>, review_store::StoreError> {
+    let Some((host, own_pid)) = holder_prefix.rsplit_once(':') else {
+        return Ok(Vec::new());
+    };
+    let mut released = Vec::new();
+    for lease in store.active_leases().await? {
+        // This process has claimed nothing yet: a lease under its own pid is a
+        // previous incarnation's (a container restarted as the same pid).
+        let dead = holder_process(&lease.holder).is_some_and(|(lease_host, pid)| {
+            lease_host == host && (pid == own_pid || !process_exists(pid))
+        });
+        if dead && store.release(&lease).await? {
+            tracing::info!(
+                repository = lease.repository,
+                pull_request = lease.pull_request,
+                holder = lease.holder,
+                "released the lease of a process that is gone"
+            );
+            released.push(lease);
+        }
     }
+    Ok(released)
+}
+
+/// Whether process `pid` of this host's PID namespace is running.
+fn process_exists(pid: &str) -> bool {
+    std::path::Path::new("/proc").join(pid).exists()
+}
+
+/// Whether `holder` is a process of this host that is gone.
+fn held_by_dead_local_process(holder: &str) -> bool {
+    let prefix = holder_prefix();
+    let Some((host, _)) = prefix.rsplit_once(':') else {
+        return false;
+    };
+    holder_process(holder)
+        .is_some_and(|(lease_host, pid)| lease_host == host && !process_exists(pid))
+}
+
+/// `(hostname, pid)` of a `hostname:pid:uuid` holder.
+fn holder_process(holder: &str) -> Option<(&str, &str)> {
+    let (process, _uuid) = holder.rsplit_once(':')?;
+    let (host, pid) = process.rsplit_once(':')?;
+    (!pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit())).then_some((host, pid))
 }
 
 /// Schedules jobs; see the module's documentation.
@@ -248,9 +300,14 @@ struct Task {
 impl Task {
     async fn run(mut self, hit: &Hit) -> JobEnd {
         let slots = Arc::clone(&self.slots);
-        let _slot = tokio::select! {
-            slot = slots.acquire_owned() => slot.expect("the semaphore is never closed"),
-            () = aborted(&mut self.abort) => return JobEnd::Abandoned,
+        metrics::gauge!("review_bot_jobs_queued").increment(1.0);
+        let slot = tokio::select! {
+            slot = slots.acquire_owned() => Some(slot.expect("the semaphore is never closed")),
+            () = aborted(&mut self.abort) => None,
+        };
+        metrics::gauge!("review_bot_jobs_queued").decrement(1.0);
+        let Some(_slot) = slot else {
+            return JobEnd::Abandoned;
         };
         let holder = format!("{}:{}", self.settings.holder_prefix, uuid::Uuid::new_v4());
         let repository = hit.repository.to_string();
@@ -278,6 +335,7 @@ impl Task {
             outcome = job => match outcome {
                 JobOutcome::Completed => JobEnd::Completed,
                 JobOutcome::Failed(error) => JobEnd::Failed(error),
+                JobOutcome::Skipped(reason) => JobEnd::Skipped(reason),
             },
             () = keep_alive(&self.store, lease.clone(), self.settings.lease_ttl) => JobEnd::LeaseLost,
             () = aborted(&mut self.abort) => JobEnd::Abandoned,
@@ -294,6 +352,65 @@ impl Task {
         metrics::gauge!("review_bot_leases_held").decrement(1.0);
         end
     }
+}
+
+/// How [`run_leased`] ended.
+#[derive(Debug)]
+pub enum Leased<T> {
+    /// The work ran to its end under the lease.
+    Ran(T),
+    /// Another holder has the pull request: its lease, when still listed.
+    Busy(Option<Lease>),
+    /// The lease could not be renewed: the work was stopped.
+    LeaseLost,
+}
+
+/// Runs `work` holding the pull request's lease, as a daemon's job does —
+/// for a command run by hand (`review-bot step`, `review-bot review`), so it
+/// never works on a pull request at the same time as a daemon.
+pub async fn run_leased<T>(
+    store: &Store,
+    repository: &str,
+    pull_request: u64,
+    kind: review_store::JobKind,
+    work: impl Future<Output = T>,
+) -> Result<Leased<T>, review_store::StoreError> {
+    let ttl = Duration::from_mins(2);
+    let holder = format!("{}:{}", holder_prefix(), uuid::Uuid::new_v4());
+    let mut claimed = store
+        .claim(repository, pull_request, kind, &holder, ttl)
+        .await?;
+    if claimed.is_none() {
+        let held = store.active_leases().await?.into_iter().find(|lease| {
+            lease.pull_request == pull_request && lease.repository.eq_ignore_ascii_case(repository)
+        });
+        match held {
+            // Left by a process of this host that is gone (killed mid-job):
+            // taken over now rather than when it lapses.
+            Some(lease) if held_by_dead_local_process(&lease.holder) => {
+                store.release(&lease).await?;
+                tracing::info!(
+                    holder = lease.holder,
+                    "took over the lease of a process that is gone"
+                );
+                claimed = store
+                    .claim(repository, pull_request, kind, &holder, ttl)
+                    .await?;
+            }
+            held => return Ok(Leased::Busy(held)),
+        }
+    }
+    let Some(lease) = claimed else {
+        return Ok(Leased::Busy(None));
+    };
+    let ended = tokio::select! {
+        done = work => Leased::Ran(done),
+        () = keep_alive(store, lease.clone(), ttl) => Leased::LeaseLost,
+    };
+    if let Err(error) = store.release(&lease).await {
+        tracing::warn!(%error, "could not release the lease; it lapses on its own");
+    }
+    Ok(ended)
 }
 
 /// Renews `lease` at a third of its remaining time; returns when it cannot
@@ -338,6 +455,9 @@ async fn aborted(abort: &mut watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use review_core::labels::Job;
+    use review_store::JobKind;
 
     use super::*;
 
@@ -415,6 +535,50 @@ mod tests {
         );
         assert_eq!(most.load(Ordering::SeqCst), 2);
         assert!(store.active_leases().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn at_start_leases_of_dead_local_processes_are_released_and_no_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir).await;
+        let prefix = holder_prefix();
+        let (host, _) = prefix.rsplit_once(':').unwrap();
+        // pid_max is at most 2^22: this pid cannot be running.
+        let dead = format!("{host}:4194305:{}", uuid::Uuid::new_v4());
+        let alive = format!("{host}:1:{}", uuid::Uuid::new_v4());
+        let elsewhere = format!("other-host:4194305:{}", uuid::Uuid::new_v4());
+        for (number, holder) in [(1, &dead), (2, &alive), (3, &elsewhere)] {
+            store
+                .claim(
+                    "acme/widgets",
+                    number,
+                    JobKind::Review,
+                    holder,
+                    Duration::from_mins(1),
+                )
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        let released = release_dead_holders(&store, &prefix).await.unwrap();
+        assert_eq!(
+            released
+                .iter()
+                .map(|lease| lease.pull_request)
+                .collect::<Vec<_>>(),
+            [1]
+        );
+        let mut live: Vec<_> = store
+            .active_leases()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|lease| lease.pull_request)
+            .collect();
+        live.sort_unstable();
+        assert_eq!(live, [2, 3]);
+        assert_eq!(holder_process("h:o:st:12:uuid"), Some(("h:o:st", "12")));
+        assert_eq!(holder_process("nonsense"), None);
     }
 
     #[tokio::test]

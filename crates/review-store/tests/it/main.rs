@@ -1,6 +1,7 @@
 //! review-store's integration tests: one binary, every store test run against
 //! a SQLite file and against a real PostgreSQL (see `support`).
 
+mod attempts;
 mod leases;
 mod open;
 mod race;

@@ -1,6 +1,8 @@
 //! Opening: file creation, WAL, migrations, and the errors an operator sees.
 
-use review_store::{SCHEMA_VERSION, Store, StoreError};
+use std::time::Duration;
+
+use review_store::{JobKey, JobKind, NewRun, SCHEMA_VERSION, Store, StoreError};
 use sqlx::Connection as _;
 
 use crate::support::{TestDatabase, both};
@@ -10,6 +12,7 @@ both!(
     a_database_with_a_modified_migration_is_refused,
     opening_again_applies_nothing_and_keeps_data,
     concurrent_opens_of_a_fresh_database_all_succeed,
+    a_version_2_database_is_migrated_keeping_its_data,
 );
 
 async fn a_database_migrated_by_a_newer_binary_is_refused(database: TestDatabase) {
@@ -98,6 +101,114 @@ async fn concurrent_opens_of_a_fresh_database_all_succeed(database: TestDatabase
         store.health_check().await.unwrap();
         store.close().await;
     }
+}
+
+/// What a review-bot of schema version 2 left behind: a reply, a finished run
+/// with a pass, and a lapsed lease, on a repository first seen as `Octo/Widgets`.
+const VERSION_2_SQLITE_DATA: &str = "\
+    INSERT INTO repositories (name, name_key) VALUES ('Octo/Widgets', 'octo/widgets');
+    INSERT INTO comment_replies (repository_id, comment_id, pull_request, replied_at)
+    SELECT id, 11, 7, 1700000000000000 FROM repositories;
+    INSERT INTO runs (run_key, review_id, repository_id, pull_request, head_sha, kind,
+        outcome, started_at, finished_at)
+    SELECT 'octo/widgets#7:review:1', 'r1', id, 7, 'abc123', 'review', 'lgtm',
+        1700000000000000, 1700000060000000 FROM repositories;
+    INSERT INTO agent_passes (run_id, ordinal, name, turns, cost_usd)
+    SELECT id, 1, 'architecture', 12, 0.5 FROM runs;
+    INSERT INTO job_leases (repository_id, pull_request, kind, holder, generation,
+        acquired_at, expires_at)
+    SELECT id, 7, 'review', 'replica-a', 3, 1700000000000000, 1700000060000000
+    FROM repositories;";
+const VERSION_2_POSTGRES_DATA: &str = "\
+    INSERT INTO repositories (name, name_key) VALUES ('Octo/Widgets', 'octo/widgets');
+    INSERT INTO comment_replies (repository_id, comment_id, pull_request, replied_at)
+    SELECT id, 11, 7, '2023-11-14T22:13:20Z' FROM repositories;
+    INSERT INTO runs (run_key, review_id, repository_id, pull_request, head_sha, kind,
+        outcome, started_at, finished_at)
+    SELECT 'octo/widgets#7:review:1', 'r1', id, 7, 'abc123', 'review', 'lgtm',
+        '2023-11-14T22:13:20Z', '2023-11-14T22:14:20Z' FROM repositories;
+    INSERT INTO agent_passes (run_id, ordinal, name, turns, cost_usd)
+    SELECT id, 1, 'architecture', 12, 0.5 FROM runs;
+    INSERT INTO job_leases (repository_id, pull_request, kind, holder, generation,
+        acquired_at, expires_at)
+    SELECT id, 7, 'review', 'replica-a', 3, '2023-11-14T22:13:20Z', '2023-11-14T22:14:20Z'
+    FROM repositories;";
+
+/// Upgrading keeps every row a version-2 database held, and the new tables
+/// work on its repositories at once.
+async fn a_version_2_database_is_migrated_keeping_its_data(database: TestDatabase) {
+    database.migrate_to(2).await;
+    database
+        .execute(match database.kind {
+            crate::support::Kind::Sqlite => VERSION_2_SQLITE_DATA,
+            crate::support::Kind::Postgres => VERSION_2_POSTGRES_DATA,
+        })
+        .await;
+
+    let store = database.open().await;
+    assert_eq!(
+        store.health_check().await.unwrap().schema_version,
+        SCHEMA_VERSION
+    );
+    let replies = store.all_replies().await.unwrap();
+    assert_eq!(replies.len(), 1);
+    assert_eq!(replies[0].comment_id, review_store::CommentId(11));
+    assert_eq!(replies[0].repository, "Octo/Widgets");
+    assert_eq!(
+        replies[0].replied_at,
+        "2023-11-14T22:13:20Z"
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap()
+    );
+
+    let runs = store
+        .runs_for_pull_request("octo/widgets", 7)
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].outcome.as_deref(), Some("lgtm"));
+    assert_eq!(runs[0].passes.len(), 1);
+    assert_eq!(runs[0].passes[0].turns, Some(12));
+    // The run's key still names it.
+    let again = store
+        .start_run(&NewRun {
+            key: "octo/widgets#7:review:1",
+            review_id: Some("r1"),
+            repository: "octo/widgets",
+            pull_request: 7,
+            head_sha: "abc123",
+            kind: JobKind::Review,
+        })
+        .await
+        .unwrap();
+    assert_eq!(again, runs[0].id);
+
+    // The lapsed lease is still there: claiming it counts on from its generation.
+    let lease = store
+        .claim(
+            "octo/widgets",
+            7,
+            JobKind::Write,
+            "replica-b",
+            Duration::from_mins(1),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lease.generation, 4);
+
+    let key = JobKey {
+        repository: "octo/widgets",
+        pull_request: 7,
+        kind: JobKind::Write,
+        head_sha: "abc123",
+    };
+    assert_eq!(store.job_attempts(&key).await.unwrap(), None);
+    let attempts = store
+        .record_job_failure(&key, "build failed", |_| Duration::from_mins(1))
+        .await
+        .unwrap();
+    assert_eq!(attempts.failures, 1);
 }
 
 #[tokio::test]

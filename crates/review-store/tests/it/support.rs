@@ -6,10 +6,14 @@
 //! server (dropped afterwards), so tests run in parallel without interference.
 
 use std::future::Future;
+use std::str::FromStr as _;
 
 use review_store::Store;
 use review_store::testing;
 use sqlx::Connection as _;
+use sqlx::SqlSafeStr as _;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::sqlite::SqliteConnectOptions;
 
 /// A fresh, empty database for one test.
 pub struct TestDatabase {
@@ -47,6 +51,84 @@ impl TestDatabase {
             Kind::Postgres => {
                 let mut connection = sqlx::PgConnection::connect(&self.url).await.unwrap();
                 sqlx::raw_sql(sql).execute(&mut connection).await.unwrap();
+                connection.close().await.unwrap();
+            }
+        }
+    }
+}
+
+/// The released migrations of one database, oldest first, as older review-bots
+/// shipped them: (version, description, SQL).
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "initial",
+        include_str!("../../migrations/sqlite/0001_initial.sql"),
+    ),
+    (
+        2,
+        "idempotent_runs",
+        include_str!("../../migrations/sqlite/0002_idempotent_runs.sql"),
+    ),
+    (
+        3,
+        "job_attempts",
+        include_str!("../../migrations/sqlite/0003_job_attempts.sql"),
+    ),
+];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "initial",
+        include_str!("../../migrations/postgres/0001_initial.sql"),
+    ),
+    (
+        2,
+        "idempotent_runs",
+        include_str!("../../migrations/postgres/0002_idempotent_runs.sql"),
+    ),
+    (
+        3,
+        "job_attempts",
+        include_str!("../../migrations/postgres/0003_job_attempts.sql"),
+    ),
+];
+
+impl TestDatabase {
+    /// Brings the fresh database to schema `version` and no further, as the
+    /// review-bot that shipped that version left it (to test upgrades).
+    pub async fn migrate_to(&self, version: i64) {
+        let list = match self.kind {
+            Kind::Sqlite => SQLITE_MIGRATIONS,
+            Kind::Postgres => POSTGRES_MIGRATIONS,
+        };
+        let migrator = Migrator::with_migrations(
+            list.iter()
+                .map(|&(version, description, sql)| {
+                    Migration::new(
+                        version,
+                        description.into(),
+                        MigrationType::Simple,
+                        sql.into_sql_str(),
+                        false,
+                    )
+                })
+                .collect(),
+        );
+        match self.kind {
+            Kind::Sqlite => {
+                let options = SqliteConnectOptions::from_str(&self.url)
+                    .unwrap()
+                    .create_if_missing(true);
+                let mut connection = sqlx::SqliteConnection::connect_with(&options)
+                    .await
+                    .unwrap();
+                migrator.run_to(version, &mut connection).await.unwrap();
+                connection.close().await.unwrap();
+            }
+            Kind::Postgres => {
+                let mut connection = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                migrator.run_to(version, &mut connection).await.unwrap();
                 connection.close().await.unwrap();
             }
         }
