@@ -41,4 +41,4 @@ pub use settings::{
     APP_PRIVATE_KEY_VARIABLE, ClientSettings, Credentials, DEFAULT_API_URL, TOKEN_VARIABLE,
     WRITE_SPACING_VARIABLE,
 };
-pub use transport::{RecordedWait, WaitReason};
+pub use transport::{REQUESTS_METRIC, RecordedWait, RequestOutcome, WaitReason};

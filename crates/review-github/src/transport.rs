@@ -23,6 +23,10 @@
 //! refusal). Requests refused together, all sent before the pause was known,
 //! count as one refusal. A semaphore bounds the
 //! requests in flight (`max_concurrent_requests`, GitHub's 100 by default).
+//!
+//! Every attempt (so every retry too) is counted in the `metrics` facade's
+//! [`REQUESTS_METRIC`] by `resource`, `method` and `outcome`
+//! ([`RequestOutcome`]); without an installed recorder the count is a no-op.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -48,6 +52,68 @@ pub(crate) const DIFF_MEDIA_TYPE: &str = "application/vnd.github.diff";
 
 /// How many recent waits are kept for inspection.
 const RECORDED_WAITS: usize = 64;
+
+/// The counter of HTTP attempts sent to GitHub's API, labelled `resource`
+/// (`core`, `search`), `method` and `outcome` (see [`RequestOutcome`]). Each
+/// retry is an attempt of its own.
+pub const REQUESTS_METRIC: &str = "review_bot_github_requests_total";
+
+/// How one attempt ended, as [`REQUESTS_METRIC`]'s `outcome` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestOutcome {
+    /// A 2xx answer (`ok`).
+    Ok,
+    /// A 304 to a conditional request, served from the cache: no rate-limit
+    /// cost (`not_modified`).
+    NotModified,
+    /// A 4xx other than a rate-limit refusal, or a redirect octocrab did not
+    /// follow (`client_error`).
+    ClientError,
+    /// A 403 or 429 refusing the request for a primary or secondary rate
+    /// limit (`rate_limited`).
+    RateLimited,
+    /// A 5xx (`server_error`).
+    ServerError,
+    /// No HTTP answer: a timeout or a connection failure (`network`).
+    Network,
+}
+
+impl RequestOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::NotModified => "not_modified",
+            Self::ClientError => "client_error",
+            Self::RateLimited => "rate_limited",
+            Self::ServerError => "server_error",
+            Self::Network => "network",
+        }
+    }
+
+    /// How `attempt` ended.
+    fn of(attempt: &Attempt) -> Self {
+        let answer = match attempt {
+            Attempt::Timeout | Attempt::Transport(_) => return Self::Network,
+            Attempt::Answer(answer) => answer,
+        };
+        let status = answer.status;
+        if answer.from_cache || status == StatusCode::NOT_MODIFIED {
+            Self::NotModified
+        } else if status.is_success() {
+            Self::Ok
+        } else if status.is_server_error() {
+            Self::ServerError
+        } else if (status == StatusCode::FORBIDDEN || status == StatusCode::TOO_MANY_REQUESTS)
+            && classify_refusal(status, &answer.headers, &answer.error_message())
+                != Refusal::Forbidden
+        {
+            Self::RateLimited
+        } else {
+            Self::ClientError
+        }
+    }
+}
 
 /// Whether a call may be repeated blindly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -435,6 +501,13 @@ impl Transport {
                 Attempt::Timeout => tracing::debug!("timed out"),
                 Attempt::Transport(detail) => tracing::debug!(detail, "connection failed"),
             }
+            metrics::counter!(
+                REQUESTS_METRIC,
+                "resource" => request.resource,
+                "method" => request.method.as_str().to_owned(),
+                "outcome" => RequestOutcome::of(&outcome).as_str(),
+            )
+            .increment(1);
             outcome
         }
         .instrument(span)

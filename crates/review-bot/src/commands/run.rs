@@ -169,6 +169,10 @@ fn install_metrics() -> anyhow::Result<metrics_exporter_prometheus::PrometheusHa
         "review_bot_searches_total",
         "Search requests, by result (unchanged: a free 304)."
     );
+    metrics::describe_counter!(
+        review_github::REQUESTS_METRIC,
+        "GitHub API attempts (retries included), by resource, method and outcome (ok, not_modified: a free 304, client_error, rate_limited, server_error, network)."
+    );
     metrics::describe_counter!("review_bot_jobs_total", "Jobs ended, by kind and outcome.");
     metrics::describe_histogram!(
         "review_bot_step_duration_seconds",

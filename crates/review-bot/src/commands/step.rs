@@ -179,9 +179,15 @@ pub(crate) enum Stepped {
 
 impl Stepped {
     /// What failed, in one sentence fit for the pull request; `None` when
-    /// the step completed.
+    /// the step did its job. A fix that pushed nothing (no change, a failed
+    /// build, conflicts left) completed as a step but failed as an attempt:
+    /// left alone, every poll would try it again.
     pub(crate) fn public_error(&self) -> Option<String> {
         match self {
+            Self::Write(Ok(WriteReport {
+                outcome: Some(review_pipeline::write::WriteOutcome::NotFixed { why }),
+                ..
+            })) => Some(format!("the fix was not pushed: {why}")),
             Self::Nothing(_) | Self::Review(Ok(_)) | Self::Ci(Ok(_)) | Self::Write(Ok(_)) => None,
             Self::Review(Err(failure)) => Some(failure.error.public_summary()),
             Self::Write(Err(failure)) => Some(failure.error.public_summary()),

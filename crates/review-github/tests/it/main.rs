@@ -11,6 +11,7 @@ mod labels;
 mod pagination;
 mod pulls;
 mod rate_limits;
+mod request_metrics;
 mod retries;
 mod reviews;
 mod support;

@@ -115,18 +115,9 @@ impl DaemonSummary {
         self.poll_errors == 0 && !self.jobs.iter().any(|(_, end)| end.is_failure())
     }
 
+    /// Records a job's end and tells the operator (`announce`: a plain line,
+    /// or a JSON log event).
     fn record(&mut self, hit: Hit, end: JobEnd, announce: fn(&str)) {
-        match &end {
-            JobEnd::Completed => tracing::info!(%hit, "job completed"),
-            JobEnd::Busy => tracing::info!(%hit, "skipped: another holder has its lease"),
-            JobEnd::Failed(error) => tracing::warn!(%hit, error, "job failed"),
-            JobEnd::Skipped(reason) => tracing::info!(%hit, reason, "job skipped"),
-            JobEnd::StoreFailed(error) => {
-                tracing::warn!(%hit, error, "job not started: the store failed");
-            }
-            JobEnd::LeaseLost => tracing::warn!(%hit, "job stopped: its lease was lost"),
-            JobEnd::Abandoned => tracing::warn!(%hit, "job stopped at shutdown"),
-        }
         announce(&format!("{hit}: {}", describe(&end)));
         self.jobs.push((hit, end));
     }

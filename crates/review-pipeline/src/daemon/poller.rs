@@ -3,7 +3,9 @@
 //!
 //! The searches are review-github's conditional `search_pull_requests`: an
 //! unchanged answer is a 304 that costs no rate-limit points, and the
-//! client's limiter keeps the searches within GitHub's 30 a minute.
+//! client keeps the searches within GitHub's 30 a minute: it reads the
+//! search budget from every answer's `x-ratelimit-*` headers and, once it is
+//! spent, waits for its reset before the next search.
 
 use std::collections::HashSet;
 use std::fmt;
