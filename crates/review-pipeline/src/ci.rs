@@ -498,6 +498,33 @@ pub(crate) async fn set_outcome_label(
         .map(Some)
 }
 
+/// Applies a label change: the new bot label is added BEFORE the others are
+/// removed. Stopped in between (a crash, a failed request), the pull request
+/// carries the old trigger and the new label, and the next step — routed by
+/// the first trigger in the loop's order — finishes the job that was under
+/// way and removes the extra label; removed first, it would carry no bot
+/// label at all, and no poll would ever find it again. A label removed since
+/// it was read (404) is what was wanted.
+pub(crate) async fn apply_label_change(
+    github: &GitHubClient,
+    repository: &RepositoryName,
+    number: u64,
+    change: &labels::LabelChange,
+) -> Result<(), GitHubError> {
+    if let Some(label) = change.add {
+        github
+            .add_labels(repository, number, &[label.name().to_owned()])
+            .await?;
+    }
+    for name in &change.remove {
+        match github.remove_label(repository, number, name).await {
+            Ok(_) | Err(GitHubError::NotFound { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
 /// Makes `target` the pull request's only bot label, from the labels it had
 /// when the step read it (a label removed since is fine). Returns its name.
 pub(crate) async fn set_bot_label(
@@ -509,23 +536,7 @@ pub(crate) async fn set_bot_label(
 ) -> Result<String, GitHubError> {
     let step = progress.step("labels");
     let change = labels::set_label(&pull.labels, target);
-    let applied = async {
-        for name in &change.remove {
-            match github.remove_label(repository, pull.number, name).await {
-                // Removed since the step read the labels: what we wanted.
-                Ok(_) | Err(GitHubError::NotFound { .. }) => {}
-                Err(error) => return Err(error),
-            }
-        }
-        if let Some(label) = change.add {
-            github
-                .add_labels(repository, pull.number, &[label.name().to_owned()])
-                .await?;
-        }
-        Ok(())
-    }
-    .await;
-    match applied {
+    match apply_label_change(github, repository, pull.number, &change).await {
         Ok(()) => {
             step.done(if change.is_empty() {
                 format!("{target} (already set)")

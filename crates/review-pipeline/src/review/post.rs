@@ -220,14 +220,7 @@ async fn set_labels(job: &mut Job<'_>, plan: &ReviewPlan) -> Result<(), ReviewEr
     let step = job.progress.step("labels");
     let current = github.list_labels(repository, number).await?;
     let change = labels::after_outcome(&current, plan.outcome.label_outcome());
-    for name in &change.remove {
-        github.remove_label(repository, number, name).await?;
-    }
-    if let Some(label) = change.add {
-        github
-            .add_labels(repository, number, &[label.name().to_owned()])
-            .await?;
-    }
+    crate::ci::apply_label_change(github, repository, number, &change).await?;
     let label = plan
         .outcome
         .label_outcome()

@@ -42,7 +42,8 @@
 //!
 //! - [`GithubSim`]: start ([`GithubSim::start`], [`GithubSim::start_with`] for
 //!   [`SimOptions`]), `api_url()`, users and tokens ([`GithubSim::user`],
-//!   [`GithubSim::new_token`]), repositories ([`GithubSim::repo`], [`GithubSim::import_repo`]),
+//!   [`GithubSim::new_token`], [`GithubSim::revoke_token`], [`GithubSim::reinstate_token`]),
+//!   repositories ([`GithubSim::repo`], [`GithubSim::import_repo`]),
 //!   apps ([`GithubSim::create_app`], [`GithubSim::install_app`],
 //!   [`GithubSim::expire_installation_tokens`]), budgets ([`GithubSim::rate_limit`],
 //!   [`GithubSim::set_primary_limit`]), faults ([`GithubSim::inject`]) and the request log

@@ -158,6 +158,32 @@ impl GithubSim {
         issue_token(&mut state, &account.login)
     }
 
+    /// Revokes a token (as its owner or an administrator does on GitHub): every request
+    /// carrying it, API or git, answers 401 `Bad credentials` until
+    /// [`GithubSim::reinstate_token`].
+    pub fn revoke_token(&self, token: &str) -> Result<(), SimError> {
+        let mut state = lock(self);
+        let revoked = state
+            .tokens
+            .remove(token)
+            .ok_or_else(|| SimError::Scenario("no such token to revoke".to_owned()))?;
+        state.revoked_tokens.insert(token.to_owned(), revoked);
+        Ok(())
+    }
+
+    /// Makes a token [`GithubSim::revoke_token`] revoked work again, with its budget. GitHub
+    /// never revives a token; this stands for access being restored to a client that reads
+    /// its token once (a daemon), without restarting it.
+    pub fn reinstate_token(&self, token: &str) -> Result<(), SimError> {
+        let mut state = lock(self);
+        let revoked = state
+            .revoked_tokens
+            .remove(token)
+            .ok_or_else(|| SimError::Scenario("no such revoked token".to_owned()))?;
+        state.tokens.insert(token.to_owned(), revoked);
+        Ok(())
+    }
+
     /// Mints an installation access token for an installation, as
     /// `apps/create-installation-access-token` does (all its repositories, the configured
     /// lifetime — an hour by default), without an app JWT: for callers that cannot sign one,

@@ -49,6 +49,8 @@ pub(crate) struct SimState {
     pub accounts: BTreeMap<String, Account>,
     /// Tokens by their secret value.
     pub tokens: HashMap<String, Token>,
+    /// Tokens a test revoked, by their secret value, kept so it can reinstate them.
+    pub revoked_tokens: HashMap<String, Token>,
     /// Issue order of personal access tokens (a user's "first" token is the oldest).
     pub token_order: HashMap<String, u64>,
     /// Repositories by lower-cased `owner/name`.
@@ -74,6 +76,7 @@ impl SimState {
             next_id: 1_000,
             accounts: BTreeMap::new(),
             tokens: HashMap::new(),
+            revoked_tokens: HashMap::new(),
             token_order: HashMap::new(),
             repositories: BTreeMap::new(),
             apps: BTreeMap::new(),

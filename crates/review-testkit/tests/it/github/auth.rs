@@ -19,6 +19,29 @@ async fn a_wrong_token_is_401_bad_credentials() {
 }
 
 #[tokio::test]
+async fn a_revoked_token_is_401_until_reinstated_with_its_budget() {
+    let fixture = fixture();
+    let token = &fixture.bot.token;
+    let path = "/repos/acme/widgets/pulls/1";
+    assert_eq!(get(&fixture.sim, token, path).await.0, 200);
+    let spent = fixture.sim.rate_limit(token).unwrap().used;
+    fixture.sim.revoke_token(token).unwrap();
+    let (status, _, error) = get(&fixture.sim, token, path).await;
+    assert_eq!(
+        (status, error["message"].as_str()),
+        (401, Some("Bad credentials"))
+    );
+    let record = fixture.sim.requests().pop().unwrap();
+    assert_eq!((record.status, record.cost), (401, 0));
+    // Revoking twice, or reinstating a token that is not revoked, is a mistake.
+    assert!(fixture.sim.revoke_token(token).is_err());
+    fixture.sim.reinstate_token(token).unwrap();
+    assert!(fixture.sim.reinstate_token(token).is_err());
+    assert_eq!(get(&fixture.sim, token, path).await.0, 200);
+    assert_eq!(fixture.sim.rate_limit(token).unwrap().used, spent + 1);
+}
+
+#[tokio::test]
 async fn unknown_repositories_and_pull_requests_are_404() {
     let fixture = fixture();
     for path in [
