@@ -9,6 +9,14 @@
 //!   its own ([`BWRAP_ARGUMENTS`]). A process that calls `setsid` leaves the
 //!   group but not the namespace, whose other processes the kernel kills when
 //!   its first one exits;
+//! - the namespace is learned before the command starts and kept: bubblewrap
+//!   names the namespace's first process on a pipe (`--info-fd`) and that
+//!   process waits on another (`--block-fd`) until the namespace has been
+//!   read from `/proc` (see `handshake.rs`). Looked for later, it could be
+//!   gone: bubblewrap exits as soon as the command does, while the kernel is
+//!   still killing the rest of the namespace. A run ended before that never
+//!   started its command; one whose namespace cannot be read is killed
+//!   before it starts, and [`Contained::finish`] says so;
 //! - the leader's exit is observed with `waitid(WNOWAIT)`, without reaping it,
 //!   so the group is only ever signalled while its id cannot have been reused;
 //! - [`Contained::finish`] kills the group, reaps the leader and waits (bounded)
@@ -23,6 +31,7 @@
 //! let mut command = containment.command("sh");
 //! command.arg("-c").arg("make test").env_clear();
 //! let mut run = Contained::spawn(&containment, "sh", &mut command)?;
+//! drop(command);
 //! run.leader_exited().await;
 //! let status = run.finish().await?;
 //! # Ok(())
@@ -37,6 +46,7 @@
 //! whole filesystem as it is: only the processes are held.
 
 pub mod confinement;
+mod handshake;
 mod processes;
 
 use std::ffi::OsStr;
@@ -119,14 +129,19 @@ impl Default for Containment {
 
 impl Containment {
     /// A command that runs `program` contained: under bubblewrap (with
-    /// [`BWRAP_ARGUMENTS`]) or directly, in a process group of its own. Add
-    /// the program's arguments, directory, environment and standard streams,
-    /// then start it with [`Contained::spawn`].
+    /// [`BWRAP_ARGUMENTS`], after the arguments of the handshake that tells
+    /// the run's PID namespace) or directly, in a process group of its own.
+    /// Add the program's arguments, directory, environment and standard
+    /// streams, then start it with [`Contained::spawn`], and only so: under
+    /// bubblewrap it needs the handshake's pipes, which `spawn` hands it.
     pub fn command(&self, program: impl AsRef<OsStr>) -> tokio::process::Command {
         let mut command = match self {
             Self::PidNamespace { bwrap } => {
                 let mut command = tokio::process::Command::new(bwrap);
-                command.args(BWRAP_ARGUMENTS).arg(program);
+                command
+                    .args(handshake::ARGUMENTS)
+                    .args(BWRAP_ARGUMENTS)
+                    .arg(program);
                 command
             }
             Self::ProcessGroupOnly => tokio::process::Command::new(program),
@@ -136,10 +151,11 @@ impl Containment {
     }
 
     /// A command that runs `program` contained and confined: under bubblewrap
-    /// with `confinement`'s arguments ([`Confinement::bwrap_arguments`]), in
-    /// a process group of its own. Add the program's arguments, directory (one
-    /// of the confinement's paths), environment and standard streams, then
-    /// start it with [`Contained::spawn`].
+    /// with `confinement`'s arguments ([`Confinement::bwrap_arguments`]),
+    /// after the handshake's (as [`Containment::command`]), in a process
+    /// group of its own. Add the program's arguments, directory (one of the
+    /// confinement's paths), environment and standard streams, then start it
+    /// with [`Contained::spawn`].
     ///
     /// [`Containment::ProcessGroupOnly`] cannot confine anything: that is
     /// [`SandboxError::ConfinementNeedsBubblewrap`], never a silently
@@ -154,6 +170,7 @@ impl Containment {
         };
         let mut command = tokio::process::Command::new(bwrap);
         command
+            .args(handshake::ARGUMENTS)
             .args(confinement.bwrap_arguments()?)
             .arg(program)
             .process_group(0);
@@ -267,7 +284,8 @@ pub enum SandboxError {
         source: std::io::Error,
     },
 
-    /// Waiting for the run's leader failed (an operating-system error).
+    /// Waiting for the run's leader failed (an operating-system error), or
+    /// the command was not made by [`Containment::command`] (a bug).
     #[error("could not wait for the contained process: {0}; this is a bug or a resource limit")]
     Process(#[source] std::io::Error),
 
@@ -298,8 +316,9 @@ pub struct Contained {
     child: tokio::process::Child,
     /// The leader's process id, which is also the group's id.
     group: u32,
-    /// Whether the processes live in a PID namespace of their own.
-    namespaced: bool,
+    /// With bubblewrap: the executable, and the handshake that learns the
+    /// run's PID namespace and then lets the command start.
+    namespace: Option<(PathBuf, handshake::Handshake)>,
     /// Finishes when the leader has exited; `None` once observed. It is
     /// observed with `WNOWAIT`, not reaped: until `finish` reaps it, the
     /// group's id cannot be reused, so signalling the group never reaches an
@@ -310,8 +329,12 @@ pub struct Contained {
 }
 
 impl Contained {
-    /// Start `command`, made by [`Containment::command`] with the same
-    /// `containment`; `program` names what runs in it, for errors.
+    /// Start `command`, made by [`Containment::command`] (or
+    /// [`Containment::confined_command`]) with the same `containment`;
+    /// `program` names what runs in it, for errors. Call it in a Tokio
+    /// runtime: under bubblewrap, a task of it learns the run's PID namespace
+    /// and only then lets the command start. `command` keeps our copies of
+    /// the handshake's pipes until it is dropped: drop it once started.
     pub fn spawn(
         containment: &Containment,
         program: impl AsRef<Path>,
@@ -324,6 +347,13 @@ impl Contained {
                  can outlive the run (set the containment to bubblewrap)"
             );
         }
+        let pipes = match containment {
+            Containment::PidNamespace { bwrap } => Some((
+                bwrap.clone(),
+                handshake::Pipes::install(command).map_err(SandboxError::Process)?,
+            )),
+            Containment::ProcessGroupOnly => None,
+        };
         let child = command.spawn().map_err(|source| match containment {
             Containment::PidNamespace { bwrap } => SandboxError::Containment {
                 bwrap: bwrap.clone(),
@@ -348,7 +378,7 @@ impl Contained {
         Ok(Self {
             child,
             group,
-            namespaced: matches!(containment, Containment::PidNamespace { .. }),
+            namespace: pipes.map(|(bwrap, pipes)| (bwrap, pipes.start(group))),
             leader_exit: Some(leader_exit),
             finished: false,
         })
@@ -377,36 +407,47 @@ impl Contained {
     }
 
     /// `SIGKILL` to the whole group. Safe at any moment before `finish`: the
-    /// leader is unreaped until then, so the group's id is still ours.
+    /// leader is unreaped until then, so the group's id is still ours. A run
+    /// killed before its command started never starts it (and, before
+    /// `setsid` and the command, bubblewrap's process in the namespace is in
+    /// the group: the kill reaches the whole namespace).
     pub fn kill(&self) {
         if self.finished {
             return;
         }
+        self.close_handshake();
         let group = Pid::from_raw(i32::try_from(self.group).expect("process ids fit in i32"));
         // ESRCH (nothing left) is the usual answer after a clean exit.
         let _ = killpg(group, Signal::SIGKILL);
     }
 
-    /// The run's PID namespace while its init is alive (once the leader has
-    /// exited, the kernel has already emptied it).
-    fn namespace(&self) -> Option<processes::PidNamespace> {
-        if self.namespaced {
-            processes::child_namespace(self.group)
-        } else {
-            None
+    /// End the namespace handshake (nothing is released after it): the
+    /// run's namespace when its command was started, and why it could not be
+    /// learned when the run was killed for that. Before any kill, and before
+    /// the leader is reaped.
+    fn close_handshake(&self) -> handshake::Closed {
+        match &self.namespace {
+            Some((_, handshake)) => handshake.close(),
+            None => handshake::Closed {
+                namespace: None,
+                failure: None,
+            },
         }
     }
 
     /// Kill what is left, reap the leader, and wait until no process of the
-    /// run is alive; [`SandboxError::Survivors`] naming them if some still
-    /// are after [`SURVIVOR_LIMIT`]. The leader's exit status otherwise
-    /// (killed by `SIGKILL` when it was still running).
+    /// run — of its group or its PID namespace — is alive;
+    /// [`SandboxError::Survivors`] naming them if some still are after
+    /// [`SURVIVOR_LIMIT`], [`SandboxError::Containment`] if the namespace
+    /// could not be learned (the run was killed before its command started).
+    /// The leader's exit status otherwise (killed by `SIGKILL` when it was
+    /// still running).
     pub async fn finish(&mut self) -> Result<ExitStatus, SandboxError> {
-        let namespace = self.namespace();
+        let closed = self.close_handshake();
         self.kill();
         let status = self.child.wait().await.map_err(SandboxError::Process)?;
         self.finished = true;
-        processes::wait_until_gone(self.group, namespace, SURVIVOR_LIMIT)
+        processes::wait_until_gone(self.group, closed.namespace, SURVIVOR_LIMIT)
             .await
             .map_err(|survivors| {
                 tracing::error!(survivors = %describe(&survivors), "processes of a contained run outlived it");
@@ -415,6 +456,12 @@ impl Contained {
                     waited: SURVIVOR_LIMIT,
                 }
             })?;
+        if let (Some(reason), Some((bwrap, _))) = (closed.failure, &self.namespace) {
+            return Err(SandboxError::Containment {
+                bwrap: bwrap.clone(),
+                reason,
+            });
+        }
         Ok(status)
     }
 }
@@ -426,10 +473,10 @@ impl Drop for Contained {
         }
         // A cancelled run: nothing can be awaited here, so this blocks the
         // thread until the killed processes are gone (milliseconds).
-        let namespace = self.namespace();
+        let closed = self.close_handshake();
         self.kill();
         if let Err(survivors) =
-            processes::wait_until_gone_blocking(self.group, namespace, SURVIVOR_LIMIT)
+            processes::wait_until_gone_blocking(self.group, closed.namespace, SURVIVOR_LIMIT)
         {
             tracing::error!(
                 survivors = %describe(&survivors),

@@ -11,7 +11,9 @@
 //! Membership is decided from `/proc/<pid>/stat` (the process group, field 5)
 //! and `/proc/<pid>/ns/pid` (the PID namespace the run's bubblewrap created,
 //! which holds the run's processes even when they started sessions of their
-//! own). Processes we may not inspect (another user's) are not ours.
+//! own; learned from its first process before the command starts, see
+//! `handshake.rs`). Processes we may not inspect (another user's) are not
+//! ours.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -89,15 +91,28 @@ fn all_pids() -> Vec<u32> {
         .collect()
 }
 
-/// The PID namespace of a child of `parent` that is not ours — the namespace
-/// bubblewrap created for the run (its first child is the namespace's init).
-pub(crate) fn child_namespace(parent: u32) -> Option<PidNamespace> {
-    let own = namespace_of(std::process::id());
-    all_pids()
-        .into_iter()
-        .filter(|pid| read_stat(*pid).is_some_and(|stat| stat.parent == parent))
-        .filter_map(namespace_of)
-        .find(|namespace| Some(*namespace) != own)
+/// The PID namespace of `child`, the first process of the namespace the
+/// leader (bubblewrap) made for a run, named by bubblewrap while that process
+/// waits to be released. `Ok(None)` when `child` is no longer a live child of
+/// `leader`: it exited (bubblewrap failed to set the run up) or the leader
+/// did, and either way the run's command never started. Read before the
+/// parent is checked, so a pid reused in between cannot pass for `child`.
+pub(crate) fn namespace_of_child(leader: u32, child: u32) -> Result<Option<PidNamespace>, String> {
+    let namespace = namespace_of(child);
+    let alive_child = read_stat(child)
+        .is_some_and(|stat| stat.parent == leader && !matches!(stat.state, 'Z' | 'X' | 'x'));
+    if !alive_child {
+        return Ok(None);
+    }
+    match namespace {
+        Some(namespace) if Some(namespace) != namespace_of(std::process::id()) => {
+            Ok(Some(namespace))
+        }
+        Some(_) => Err(format!(
+            "its first process (pid {child}) is in our own PID namespace"
+        )),
+        None => Err(format!("could not read /proc/{child}/ns/pid")),
+    }
 }
 
 /// The live members of process group `group` or of `namespace`.
@@ -196,6 +211,23 @@ mod tests {
                 .iter()
                 .any(|survivor| survivor.pid == pid)
         );
+    }
+
+    #[test]
+    fn a_namespace_is_only_read_from_a_live_child_in_another_one() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("1000")
+            .spawn()
+            .unwrap();
+        let ours = std::process::id();
+        // Our child, but in our own namespace: not bubblewrap's doing.
+        let error = namespace_of_child(ours, child.id()).unwrap_err();
+        assert!(error.contains("our own PID namespace"), "{error}");
+        // Not the leader's child (any more): nothing was started.
+        assert_eq!(namespace_of_child(u32::MAX - 1, child.id()), Ok(None));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(namespace_of_child(ours, child.id()), Ok(None));
     }
 
     #[test]

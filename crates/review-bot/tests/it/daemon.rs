@@ -860,8 +860,9 @@ async fn kill_dash_9_mid_job_then_restart_completes_with_nothing_duplicated() {
     let database = world.sqlite_url();
     let daemon = |name| Daemon::start(name, world.command("work", &database, "acme/widgets"));
 
-    // 1. Killed in the review, after the review is on GitHub and before its
-    //    labels change: removing `bot-review-needed` hangs.
+    // 1. Killed in the review, after the review is on GitHub and halfway
+    //    through its label change: the new label is added first, then
+    //    removing `bot-review-needed` hangs.
     world.sim.inject(FaultRule::operation(
         "issues/remove-label",
         Fault::Hang(Duration::from_hours(1)),
@@ -869,14 +870,20 @@ async fn kill_dash_9_mid_job_then_restart_completes_with_nothing_duplicated() {
     let mut first = daemon("first daemon");
     wait_until(
         &mut [&mut first],
-        "the first review is posted",
+        "the review is posted and bot-changes-needed added",
         PATIENCE,
-        || !pull.bot_reviews().is_empty(),
+        || pull.labels().contains(&"bot-changes-needed".to_owned()),
     )
     .await;
     let first_log = first.kill_dash_9().await;
     world.sim.clear_faults();
-    assert_eq!(pull.labels(), ["bot-review-needed"], "{first_log}");
+    // Stopped between the two label writes, it still carries a trigger: the
+    // next daemon finds it (removing first would have left no bot label).
+    assert_eq!(
+        pull.labels(),
+        ["bot-changes-needed", "bot-review-needed"],
+        "{first_log}"
+    );
     assert_eq!(pull.bot_reviews().len(), 1);
     let leases = active_leases(&database).await;
     assert_eq!(
