@@ -170,8 +170,12 @@ impl Checkouts {
     /// Rewrites what the agent or PR code may have planted in `mirror` (its
     /// config, hooks, attributes, alternates; a mirror of symlinks is
     /// deleted), as before every checkout. The write flow calls it before
-    /// each git command that follows an agent run or a build.
-    pub fn sanitize(&self, mirror: &Path) -> Result<(), CheckoutError> {
+    /// each git command that follows an agent run or a build. Under the
+    /// mirror's lock: two jobs of one repository sanitising at once would
+    /// take each other's staged config (a "could not replace" failure seen
+    /// with four jobs at once).
+    pub async fn sanitize(&self, mirror: &Path) -> Result<(), CheckoutError> {
+        let _held = self.lock_mirror(mirror).await?;
         sanitize_mirror(mirror)
     }
 

@@ -633,3 +633,42 @@ async fn symlinks_planted_in_the_mirror_never_make_git_write_elsewhere() {
     );
     next.remove().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_of_one_repository_sanitising_at_once_all_succeed() {
+    // The write flow sanitises the mirror before each git command after an
+    // agent run; four jobs of one repository did so at once in the daemon
+    // and took each other's staged config ("could not replace").
+    let fixture = fixture();
+    let worktree = fixture
+        .checkouts
+        .checkout(&fixture.request())
+        .await
+        .unwrap();
+    let mirror = fixture.mirror();
+    // Threads, not one task's futures: the race needs real parallelism.
+    let runtime = tokio::runtime::Handle::current();
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    (0..20)
+                        .map(|_| runtime.block_on(fixture.checkouts.sanitize(&mirror)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|thread| thread.join().unwrap())
+            .collect()
+    });
+    assert_eq!(results.len(), 160);
+    for result in results {
+        result.unwrap();
+    }
+    let config = std::fs::read_to_string(mirror.join("config")).unwrap();
+    assert!(config.contains("bare = true"), "{config}");
+    assert!(!mirror.join("config.review-bot").exists());
+    worktree.remove().await.unwrap();
+}

@@ -812,6 +812,17 @@ async fn twenty_pull_requests_across_three_repositories_each_go_through_the_loop
 
     let (status, log) = daemon.terminate().await;
     assert!(status.success(), "{log}");
+    // First, with the daemon's log: any job that did not complete.
+    let failed: Vec<&str> = log
+        .lines()
+        .filter(|line| {
+            line.contains("job failed")
+                || line.contains("job not started")
+                || line.contains(" failed at ")
+                || line.contains("✗")
+        })
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}\n{log}");
     let sessions = world.sessions();
     for pull in &pulls {
         pull.assert_went_through_the_loop_once(&sessions);
@@ -819,11 +830,6 @@ async fn twenty_pull_requests_across_three_repositories_each_go_through_the_loop
     let total: usize = sessions.values().map(Vec::len).sum();
     assert_eq!(total, 20 * (2 + 1 + 2), "{sessions:#?}");
     assert_eq!(sessions.len(), 20);
-    let failed: Vec<&str> = log
-        .lines()
-        .filter(|line| line.contains("job failed") || line.contains("job not started"))
-        .collect();
-    assert!(failed.is_empty(), "{failed:#?}\n{log}");
     assert!(world.sim.request_schema_violations().is_empty());
     assert!(active_leases(&world.sqlite_url()).await.is_empty(), "{log}");
 

@@ -160,8 +160,8 @@ impl<'a> WriteGit<'a> {
     }
 
     /// Sanitises the mirror (after an agent run or a build).
-    pub fn sanitize(&self) -> Result<(), WriteGitError> {
-        self.checkouts.sanitize(&self.mirror)?;
+    pub async fn sanitize(&self) -> Result<(), WriteGitError> {
+        self.checkouts.sanitize(&self.mirror).await?;
         Ok(())
     }
 
@@ -277,7 +277,7 @@ impl<'a> WriteGit<'a> {
         base_tree: &str,
         paths: &[String],
     ) -> Result<String, WriteGitError> {
-        self.sanitize()?;
+        self.sanitize().await?;
         self.reset_index(base_tree).await?;
         for chunk in paths.chunks(PATHS_PER_COMMAND) {
             let mut args = vec!["update-index", "--add", "--remove", "--"];
@@ -299,7 +299,7 @@ impl<'a> WriteGit<'a> {
     /// private index, and the tree they make. Call it before anything else
     /// runs in the worktree (the build): the tree is what gets committed.
     pub async fn snapshot(&self, commit: &str) -> Result<(String, Vec<String>), WriteGitError> {
-        self.sanitize()?;
+        self.sanitize().await?;
         let tree = self.tree_of(commit).await?;
         self.reset_index(&tree).await?;
         // A fresh index has no stat data: refresh compares contents once.
@@ -380,7 +380,7 @@ impl<'a> WriteGit<'a> {
         commit: &str,
         credential: Option<&GitCredential>,
     ) -> Result<PushOutcome, WriteGitError> {
-        self.sanitize()?;
+        self.sanitize().await?;
         // Only ever a fast-forward: the lease below would allow more.
         let (_, code) = self
             .run(&["merge-base", "--is-ancestor", expected, commit], &[1])
