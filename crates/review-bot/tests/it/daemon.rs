@@ -32,11 +32,10 @@ use review_testkit::model::{ModelServer, RecordedRequest, Script, ToolCall, Turn
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use crate::{BUILD_AND_TEST_README as README, free_port, library, listed_comment};
+
 /// The bot's login on the simulator.
 const BOT: &str = "review-bot";
-
-const README: &str =
-    "# widgets\n\n## Build\n\n```sh\nsh build.sh\n```\n\n## Test\n\n```sh\nsh test.sh\n```\n";
 
 /// Line 5 on the base branch.
 const ORIGINAL: &str = "pub fn five() -> u32 { 5 }";
@@ -51,19 +50,6 @@ const FINDING: &str = "`five` returns 6: rename it.";
 /// broken: then the test fails with the daemon's log before nextest stops
 /// it (after five minutes).
 const PATIENCE: Duration = Duration::from_mins(3);
-
-/// 40 lines; line 5 is what the pull requests change.
-fn library(line_five: &str) -> String {
-    (1..=40)
-        .map(|line| {
-            if line == 5 {
-                format!("{line_five}\n")
-            } else {
-                format!("pub fn line_{line}() {{}}\n")
-            }
-        })
-        .collect()
-}
 
 // ---------------------------------------------------------------------------
 // The model: answers by what the request carries.
@@ -122,23 +108,6 @@ fn read_library(request: &RecordedRequest) -> Turn {
         Some(directory) => Turn::tool("Read", json!({ "file_path": directory.join("src/lib.rs") })),
         None => Turn::text("The CLI did not say where the checkout is."),
     }
-}
-
-/// The id of the first comment `github_get_pr_comments` listed whose body
-/// contains `needle`.
-fn listed_comment(request: &RecordedRequest, needle: &str) -> Option<u64> {
-    request
-        .all_tool_results()
-        .iter()
-        .filter(|result| result.tool_name.as_deref() == Some("mcp__review__github_get_pr_comments"))
-        .filter_map(|result| serde_json::from_str::<Value>(&result.text_without_reminders()).ok())
-        .flat_map(|listed| listed["comments"].as_array().cloned().unwrap_or_default())
-        .find(|comment| {
-            comment["body"]
-                .as_str()
-                .is_some_and(|body| body.contains(needle))
-        })
-        .and_then(|comment| comment["id"].as_u64())
 }
 
 /// What the scripted model answers, for any pass of any pull request:
@@ -686,15 +655,6 @@ async fn wait_for_metric(daemon: &mut Daemon, sample: &str, at_least: f64) {
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-}
-
-/// A loopback port nobody listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `GET path` on loopback `port`: the status line and the body.

@@ -19,6 +19,53 @@ mod step;
 use std::path::Path;
 use std::process::Command;
 
+use review_testkit::model::RecordedRequest;
+use serde_json::Value;
+
+/// A README documenting `sh build.sh` and `sh test.sh` under Build and Test
+/// headings: what the build gate runs.
+pub const BUILD_AND_TEST_README: &str =
+    "# widgets\n\n## Build\n\n```sh\nsh build.sh\n```\n\n## Test\n\n```sh\nsh test.sh\n```\n";
+
+/// 40 lines of Rust; line 5 is `line_five`, what the pull requests change.
+pub fn library(line_five: &str) -> String {
+    (1..=40)
+        .map(|line| {
+            if line == 5 {
+                format!("{line_five}\n")
+            } else {
+                format!("pub fn line_{line}() {{}}\n")
+            }
+        })
+        .collect()
+}
+
+/// A loopback port nobody listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The id of the first comment the agent's `github_get_pr_comments` listed
+/// whose body contains `needle`.
+pub fn listed_comment(request: &RecordedRequest, needle: &str) -> Option<u64> {
+    request
+        .all_tool_results()
+        .iter()
+        .filter(|result| result.tool_name.as_deref() == Some("mcp__review__github_get_pr_comments"))
+        .filter_map(|result| serde_json::from_str::<Value>(&result.text_without_reminders()).ok())
+        .flat_map(|listed| listed["comments"].as_array().cloned().unwrap_or_default())
+        .find(|comment| {
+            comment["body"]
+                .as_str()
+                .is_some_and(|body| body.contains(needle))
+        })
+        .and_then(|comment| comment["id"].as_u64())
+}
+
 /// The `review-bot` binary, with logs quiet so snapshots only see our output.
 pub fn review_bot(dir: &Path) -> assert_cmd::Command {
     let mut command = assert_cmd::Command::cargo_bin("review-bot").expect("the binary is built");

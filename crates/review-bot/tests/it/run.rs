@@ -14,23 +14,9 @@ use review_testkit::github::{GithubSim, PullRequestHandle, SimUser};
 use review_testkit::model::{ModelServer, Script, Turn};
 use tempfile::TempDir;
 
+use crate::{BUILD_AND_TEST_README as README, free_port, library};
+
 const BOT: &str = "review-bot";
-
-const README: &str =
-    "# widgets\n\n## Build\n\n```sh\nsh build.sh\n```\n\n## Test\n\n```sh\nsh test.sh\n```\n";
-
-/// 40 lines; line 5 is what the pull requests change.
-fn library(line_five: &str) -> String {
-    (1..=40)
-        .map(|line| {
-            if line == 5 {
-                format!("{line_five}\n")
-            } else {
-                format!("pub fn line_{line}() {{}}\n")
-            }
-        })
-        .collect()
-}
 
 /// `acme/widgets` (watched as a repository) with a pull request labelled
 /// `bot-review-needed` and one with no bot label; `beta/gadgets` (watched
@@ -146,15 +132,6 @@ fn labels(pull: &PullRequestHandle) -> Vec<String> {
     let mut labels = pull.labels().unwrap();
     labels.sort();
     labels
-}
-
-/// A loopback port nobody listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `GET path` on loopback `port`: the status line and the body.

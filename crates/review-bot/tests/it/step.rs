@@ -16,28 +16,14 @@ use review_testkit::model::{ModelServer, RecordedRequest, Script, ToolCall, Turn
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use crate::{BUILD_AND_TEST_README as README, library, listed_comment};
+
 /// The bot's login on the simulator.
 const BOT: &str = "review-bot";
-
-/// 40 lines; line 5 is what the pull request changes.
-fn library(line_five: &str) -> String {
-    (1..=40)
-        .map(|line| {
-            if line == 5 {
-                format!("{line_five}\n")
-            } else {
-                format!("pub fn line_{line}() {{}}\n")
-            }
-        })
-        .collect()
-}
 
 const ORIGINAL: &str = "pub fn five() -> u32 { 5 }";
 const CHANGED: &str = "pub fn five() -> u32 { 5 + 1 }";
 const FIXED: &str = "pub fn six() -> u32 { 5 + 1 }";
-
-const README: &str =
-    "# widgets\n\n## Build\n\n```sh\nsh build.sh\n```\n\n## Test\n\n```sh\nsh test.sh\n```\n";
 
 /// One scenario: `acme/widgets` with a README documenting `sh build.sh` and
 /// `sh test.sh`, a pull request changing line 5 of `src/lib.rs`, the bot a
@@ -875,24 +861,6 @@ async fn a_commit_the_agent_made_anyway_is_kept_and_recommitted_as_the_bot() {
     assert!(committed, "the agent's git commit failed: {results:#?}");
 }
 
-/// The id of the first entry the agent's `github_get_pr_comments` listed
-/// whose body contains `needle`.
-fn listed_comment(request: &RecordedRequest, needle: &str) -> u64 {
-    request
-        .all_tool_results()
-        .iter()
-        .filter(|result| result.tool_name.as_deref() == Some("mcp__review__github_get_pr_comments"))
-        .filter_map(|result| serde_json::from_str::<Value>(&result.text_without_reminders()).ok())
-        .flat_map(|listed| listed["comments"].as_array().cloned().unwrap_or_default())
-        .find(|comment| {
-            comment["body"]
-                .as_str()
-                .is_some_and(|body| body.contains(needle))
-        })
-        .and_then(|comment| comment["id"].as_u64())
-        .unwrap_or_else(|| panic!("no listed comment contains {needle:?}"))
-}
-
 /// The model's turns for the whole loop, in the order the steps ask.
 fn loop_turns() -> Vec<Turn> {
     let mut turns = vec![
@@ -911,14 +879,16 @@ fn loop_turns() -> Vec<Turn> {
     ];
     turns.extend(edit_turns("src/lib.rs", CHANGED, FIXED));
     turns.push(Turn::decide(|request| {
-        let finding = listed_comment(request, "rename it");
+        let finding = listed_comment(request, "rename it")
+            .expect(concat!("no listed comment contains ", "rename it"));
         Turn::tools([mcp(
             "github_post_pr_reply",
             json!({ "comment_id": finding, "message": "Renamed `five` to `six`." }),
         )])
     }));
     turns.push(Turn::decide(|request| {
-        let finding = listed_comment(request, "rename it");
+        let finding = listed_comment(request, "rename it")
+            .expect(concat!("no listed comment contains ", "rename it"));
         answer(&[finding], "Renamed five to six.")
     }));
     // Fix 2: CI failed; the agent reads the CI comment and fixes line 30.
@@ -932,7 +902,8 @@ fn loop_turns() -> Vec<Turn> {
         "pub fn line_30() -> u32 { 30 }",
     ));
     turns.push(Turn::decide(|request| {
-        let ci = listed_comment(request, "CI failed");
+        let ci = listed_comment(request, "CI failed")
+            .expect(concat!("no listed comment contains ", "CI failed"));
         answer(
             &[ci],
             "Made line_30 return its number, which the CI check wants.",

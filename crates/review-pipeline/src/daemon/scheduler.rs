@@ -331,24 +331,21 @@ impl Task {
         let kind = job_kind(hit.job).as_str();
         let started = Instant::now();
         let job = (self.runner)(hit.clone());
-        let end = tokio::select! {
-            outcome = job => match outcome {
-                JobOutcome::Completed => JobEnd::Completed,
-                JobOutcome::Failed(error) => JobEnd::Failed(error),
-                JobOutcome::Skipped(reason) => JobEnd::Skipped(reason),
-            },
-            () = keep_alive(&self.store, lease.clone(), self.settings.lease_ttl) => JobEnd::LeaseLost,
-            () = aborted(&mut self.abort) => JobEnd::Abandoned,
-        };
+        let abort = &mut self.abort;
+        let end = hold(&self.store, &lease, self.settings.lease_ttl, async move {
+            tokio::select! {
+                outcome = job => match outcome {
+                    JobOutcome::Completed => JobEnd::Completed,
+                    JobOutcome::Failed(error) => JobEnd::Failed(error),
+                    JobOutcome::Skipped(reason) => JobEnd::Skipped(reason),
+                },
+                () = aborted(abort) => JobEnd::Abandoned,
+            }
+        })
+        .await
+        .unwrap_or(JobEnd::LeaseLost);
         metrics::histogram!("review_bot_job_duration_seconds", "kind" => kind)
             .record(started.elapsed().as_secs_f64());
-        match self.store.release(&lease).await {
-            Ok(true) => tracing::debug!(%hit, "lease released"),
-            Ok(false) => tracing::warn!(%hit, "the lease had lapsed before it was released"),
-            Err(error) => {
-                tracing::warn!(%hit, %error, "could not release the lease; it lapses on its own");
-            }
-        }
         metrics::gauge!("review_bot_leases_held").decrement(1.0);
         end
     }
@@ -403,14 +400,41 @@ pub async fn run_leased<T>(
     let Some(lease) = claimed else {
         return Ok(Leased::Busy(None));
     };
+    Ok(hold(store, &lease, ttl, work)
+        .await
+        .map_or(Leased::LeaseLost, Leased::Ran))
+}
+
+/// Runs `work` while renewing `lease`, then releases the lease however it
+/// ended: `None` when the lease could not be kept (the work is dropped).
+async fn hold<T>(
+    store: &Store,
+    lease: &Lease,
+    ttl: Duration,
+    work: impl Future<Output = T>,
+) -> Option<T> {
     let ended = tokio::select! {
-        done = work => Leased::Ran(done),
-        () = keep_alive(store, lease.clone(), ttl) => Leased::LeaseLost,
+        done = work => Some(done),
+        () = keep_alive(store, lease.clone(), ttl) => None,
     };
-    if let Err(error) = store.release(&lease).await {
-        tracing::warn!(%error, "could not release the lease; it lapses on its own");
+    let (repository, pull_request) = (&lease.repository, lease.pull_request);
+    match store.release(lease).await {
+        Ok(true) => tracing::debug!(repository, pull_request, "lease released"),
+        Ok(false) => {
+            tracing::warn!(
+                repository,
+                pull_request,
+                "the lease had lapsed before it was released"
+            );
+        }
+        Err(error) => tracing::warn!(
+            repository,
+            pull_request,
+            %error,
+            "could not release the lease; it lapses on its own"
+        ),
     }
-    Ok(ended)
+    ended
 }
 
 /// Renews `lease` at a third of its remaining time; returns when it cannot
