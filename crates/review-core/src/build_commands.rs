@@ -66,6 +66,7 @@
 //!   test command is the source of both lists; documents are not mixed.
 //! - Commands keep their document order; exact duplicates are dropped.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -86,44 +87,108 @@ pub struct Document<'a> {
     pub text: &'a str,
 }
 
-/// Commands set explicitly in configuration.
+/// Commands set explicitly: by the operator for one repository
+/// (`[repositories."OWNER/REPO".build]`) or by the repository's owners in the
+/// base branch's `.review-bot.toml` (`[build]`).
+///
+/// Every list runs in order, `setup` then `build` then `test`, all in **one
+/// shell** (a virtualenv activated in `setup` is active for `test`), with
+/// `environment` set on top of the gate's own variables.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExplicitCommands {
-    /// Build commands, run in order.
+pub struct CommandSet {
+    /// Commands that prepare the checkout (install its dependencies, create a
+    /// virtualenv), run first.
+    pub setup: Vec<String>,
+    /// Build commands, run after the setup.
     pub build: Vec<String>,
     /// Test commands, run in order after the build.
     pub test: Vec<String>,
+    /// Variables set for the commands (name → value).
+    pub environment: BTreeMap<String, String>,
+}
+
+impl CommandSet {
+    /// Whether it has no command at all (an empty set still wins: it says
+    /// "run nothing").
+    pub fn is_empty(&self) -> bool {
+        self.setup.is_empty() && self.build.is_empty() && self.test.is_empty()
+    }
 }
 
 /// Where commands were found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
+#[serde(into = "String")]
 pub enum Source {
-    /// The repository's configuration.
-    Config,
-    /// A document, by name.
+    /// The operator's configuration for the repository.
+    Operator,
+    /// The base branch's `.review-bot.toml`.
+    RepositoryFile,
+    /// A document (`CLAUDE.md`, `README.md`), by name.
     Document(String),
+    /// Inferred from a manifest (`Cargo.toml`, `package.json`, `go.mod`,
+    /// `pyproject.toml` …), by name.
+    Manifest(String),
 }
 
 impl Source {
-    /// `config`, or the document's name.
-    pub fn name(&self) -> &str {
+    /// The name said to people: `configuration`, `.review-bot.toml`, the
+    /// document's name, or `Cargo.toml (inferred)`.
+    pub fn name(&self) -> String {
         match self {
-            Source::Config => "config",
-            Source::Document(name) => name,
+            Source::Operator => "configuration".to_owned(),
+            Source::RepositoryFile => REPOSITORY_FILE.to_owned(),
+            Source::Document(name) => name.clone(),
+            Source::Manifest(name) => format!("{name} (inferred)"),
         }
     }
 }
 
+impl From<Source> for String {
+    fn from(source: Source) -> String {
+        source.name()
+    }
+}
+
+/// The repository owners' file at the root of the base branch.
+pub const REPOSITORY_FILE: &str = ".review-bot.toml";
+
 /// Commands found, with where they came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscoveredCommands {
-    /// Build commands (dependency setup first), in order.
+    /// Setup commands (dependencies, virtualenv), in order.
+    pub setup: Vec<String>,
+    /// Build commands, in order.
     pub build: Vec<String>,
     /// Test commands, in order.
     pub test: Vec<String>,
+    /// Variables set for the commands.
+    pub environment: BTreeMap<String, String>,
     /// Where they were found.
     pub source: Source,
+}
+
+impl DiscoveredCommands {
+    /// Every command in the order the gate runs them (one shell): setup,
+    /// build, test.
+    pub fn commands(&self) -> Vec<String> {
+        self.setup
+            .iter()
+            .chain(&self.build)
+            .chain(&self.test)
+            .cloned()
+            .collect()
+    }
+
+    /// These commands as a [`CommandSet`] (to run the same ones again, on the
+    /// base commit or after a fix).
+    pub fn command_set(&self) -> CommandSet {
+        CommandSet {
+            setup: self.setup.clone(),
+            build: self.build.clone(),
+            test: self.test.clone(),
+            environment: self.environment.clone(),
+        }
+    }
 }
 
 /// The outcome of discovery.
@@ -138,21 +203,26 @@ pub enum Discovery {
     },
 }
 
-/// Discovers the build and test commands: explicit configuration first, then
-/// each document in order.
-pub fn discover(explicit: Option<&ExplicitCommands>, documents: &[Document<'_>]) -> Discovery {
-    if let Some(explicit) = explicit {
+/// Discovers the build and test commands: explicit commands first (the
+/// operator's or the base branch's `.review-bot.toml`, with their source),
+/// then each document in order.
+pub fn discover(explicit: Option<(Source, &CommandSet)>, documents: &[Document<'_>]) -> Discovery {
+    if let Some((source, explicit)) = explicit {
         return Discovery::Found(DiscoveredCommands {
+            setup: explicit.setup.clone(),
             build: explicit.build.clone(),
             test: explicit.test.clone(),
-            source: Source::Config,
+            environment: explicit.environment.clone(),
+            source,
         });
     }
     for document in documents {
         if let Some((build, test)) = commands_in_markdown(document.text) {
             return Discovery::Found(DiscoveredCommands {
+                setup: Vec::new(),
                 build,
                 test,
+                environment: BTreeMap::new(),
                 source: Source::Document(document.name.to_owned()),
             });
         }
@@ -1200,16 +1270,18 @@ mod tests {
             name: "CLAUDE.md",
             text: "```sh\ngo test ./...\n```",
         };
-        let explicit = ExplicitCommands {
-            build: vec![],
+        let explicit = CommandSet {
             test: vec!["just ci".to_owned()],
+            ..CommandSet::default()
         };
-        let Discovery::Found(commands) = discover(Some(&explicit), &[claude, readme]) else {
+        let Discovery::Found(commands) =
+            discover(Some((Source::Operator, &explicit)), &[claude, readme])
+        else {
             panic!("explicit commands");
         };
         assert_eq!(
             (commands.test.as_slice(), commands.source),
-            (["just ci".to_owned()].as_slice(), Source::Config)
+            (["just ci".to_owned()].as_slice(), Source::Operator)
         );
         let Discovery::Found(commands) = discover(None, &[claude, readme]) else {
             panic!("CLAUDE.md commands");

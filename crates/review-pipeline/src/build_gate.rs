@@ -42,7 +42,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use review_core::build_commands::{self, Discovery, Document, ExplicitCommands};
+use review_core::build_commands::{self, CommandSet, Discovery, Document, Source};
 use review_core::payload::{code_block, inline_code};
 use review_sandbox::{Confinement, Contained, Containment, SandboxError};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -255,10 +255,13 @@ pub enum BuildGateError {
 /// machine) or larger than a megabyte is not read.
 pub async fn discover(
     worktree: &Path,
-    explicit: Option<&ExplicitCommands>,
+    explicit: Option<&CommandSet>,
 ) -> Result<Discovery, BuildGateError> {
     if explicit.is_some() {
-        return Ok(build_commands::discover(explicit, &[]));
+        return Ok(build_commands::discover(
+            explicit.map(|commands| (Source::Operator, commands)),
+            &[],
+        ));
     }
     let read_error = |source| BuildGateError::File {
         action: "list the worktree",
@@ -310,12 +313,12 @@ pub async fn run_gate(
     settings: &BuildGateSettings,
     worktree: &Path,
     run_directory: &Path,
-    explicit: Option<&ExplicitCommands>,
+    explicit: Option<&CommandSet>,
 ) -> Result<GateOutcome, BuildGateError> {
     match discover(worktree, explicit).await? {
         Discovery::NothingFound { searched } => Ok(GateOutcome::NoCommands { searched }),
         Discovery::Found(found) => {
-            let commands: Vec<String> = found.build.into_iter().chain(found.test).collect();
+            let commands = found.commands();
             run_commands(settings, worktree, run_directory, &commands).await
         }
     }

@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 
 use review_agent::claude::{ClaudeCode, ClaudeCodeSettings};
 use review_agent::prompts::Prompts;
-use review_core::build_commands::ExplicitCommands;
+use review_core::build_commands::CommandSet;
 use review_core::diff::PullRequestDiff;
 use review_core::findings::Findings;
 use review_core::footer::ReviewId;
@@ -107,7 +107,7 @@ pub struct LocalSettings {
     /// The build + test gate's settings.
     pub build_gate: BuildGateSettings,
     /// Build and test commands from the configuration (instead of CLAUDE.md/README.md).
-    pub build_commands: Option<ExplicitCommands>,
+    pub build_commands: Option<CommandSet>,
     /// Each git command's limit.
     pub git_timeout: Duration,
     /// How git's processes are held together and killed.

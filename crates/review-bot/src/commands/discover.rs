@@ -56,7 +56,7 @@ pub fn run(args: &DiscoverCommandsArgs) -> anyhow::Result<ExitCode> {
         Discovery::Found(found) => Report {
             build: found.build,
             test: found.test,
-            source: Some(found.source.name().to_owned()),
+            source: Some(found.source.name()),
         },
         Discovery::NothingFound { .. } => Report {
             build: Vec::new(),

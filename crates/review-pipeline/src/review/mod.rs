@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use review_agent::claude::ClaudeCode;
 use review_agent::prompts::Prompts;
-use review_core::build_commands::ExplicitCommands;
+use review_core::build_commands::CommandSet;
 use review_core::diff::PullRequestDiff as DiffModel;
 use review_core::footer::{self, Footer, ReviewId, ThreadId};
 use review_core::passes::Pass;
@@ -61,7 +61,7 @@ pub struct ReviewSettings {
     /// The build + test gate's settings.
     pub build_gate: BuildGateSettings,
     /// Build and test commands from the configuration (instead of CLAUDE.md/README.md).
-    pub build_commands: Option<ExplicitCommands>,
+    pub build_commands: Option<CommandSet>,
     /// The login the bot posts as; only its comments' `thread::` ids are trusted.
     pub bot_login: Option<String>,
 }

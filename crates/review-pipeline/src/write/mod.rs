@@ -52,7 +52,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use review_core::agent_requests::ReplyTarget;
-use review_core::build_commands::{Discovery, ExplicitCommands};
+use review_core::build_commands::Discovery;
 use review_core::footer::{self, Footer, ReviewId, ThreadId};
 use review_core::labels::Outcome;
 use review_core::snapshot::{CommentLookup, PullRequestSnapshot};
@@ -666,10 +666,7 @@ impl Job<'_> {
         )
         .await?
         {
-            Discovery::Found(found) => Some(ExplicitCommands {
-                build: found.build,
-                test: found.test,
-            }),
+            Discovery::Found(found) => Some(found.command_set()),
             Discovery::NothingFound { .. } => None,
         };
         let index = self.run_directory.join("index");
