@@ -116,6 +116,13 @@ pub fn canonical_base(base_uri: &str) -> Result<PathBuf, String> {
 /// Reads `requested` (relative to `base`, or absolute under it). `base` must
 /// be canonical ([`canonical_base`]).
 pub fn read_under(base: &Path, requested: &str, max_bytes: u64) -> Result<TextFile, FileError> {
+    let canonical = resolve_under(base, requested)?;
+    read_resolved(base, &canonical, requested, max_bytes)
+}
+
+/// Where `requested` leads under `base` (canonical, every link resolved),
+/// without opening it; refused when it leads outside.
+pub fn resolve_under(base: &Path, requested: &str) -> Result<PathBuf, FileError> {
     let requested_path = Path::new(requested);
     if requested_path
         .components()
@@ -146,6 +153,18 @@ pub fn read_under(base: &Path, requested: &str, max_bytes: u64) -> Result<TextFi
     if !canonical.starts_with(base) {
         return Err(FileError::LinkOutsideBase);
     }
+    Ok(canonical)
+}
+
+/// Opens `canonical` ([`resolve_under`]) without following a link or
+/// blocking: a regular file of at most `max_bytes`, still under `base` by its
+/// descriptor's own path.
+fn open_checked(
+    base: &Path,
+    canonical: &Path,
+    requested: &str,
+    max_bytes: u64,
+) -> Result<std::fs::File, FileError> {
     let unreadable = |error: std::io::Error| FileError::Unreadable {
         path: requested.to_owned(),
         reason: error.to_string(),
@@ -153,13 +172,11 @@ pub fn read_under(base: &Path, requested: &str, max_bytes: u64) -> Result<TextFi
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&canonical)
-        .map_err(|error| {
-            if error.raw_os_error() == Some(libc::ELOOP) {
-                FileError::LinkOutsideBase
-            } else {
-                unreadable(error)
-            }
+        .open(canonical)
+        .map_err(|error| match error.raw_os_error() {
+            Some(libc::ELOOP) => FileError::LinkOutsideBase,
+            Some(libc::ENOENT) => FileError::Missing(requested.to_owned()),
+            _ => unreadable(error),
         })?;
     let metadata = file.metadata().map_err(unreadable)?;
     if !metadata.is_file() {
@@ -181,6 +198,21 @@ pub fn read_under(base: &Path, requested: &str, max_bytes: u64) -> Result<TextFi
             return Err(FileError::LinkOutsideBase);
         }
     }
+    Ok(file)
+}
+
+/// Reads the file at `canonical` ([`resolve_under`]); `requested` names it in errors.
+pub fn read_resolved(
+    base: &Path,
+    canonical: &Path,
+    requested: &str,
+    max_bytes: u64,
+) -> Result<TextFile, FileError> {
+    let file = open_checked(base, canonical, requested, max_bytes)?;
+    let unreadable = |error: std::io::Error| FileError::Unreadable {
+        path: requested.to_owned(),
+        reason: error.to_string(),
+    };
     let mut bytes = Vec::new();
     file.take(max_bytes + 1)
         .read_to_end(&mut bytes)
@@ -192,18 +224,75 @@ pub fn read_under(base: &Path, requested: &str, max_bytes: u64) -> Result<TextFi
             limit: max_bytes,
         });
     }
-    if bytes[..bytes.len().min(8192)].contains(&0) {
+    if bytes[..bytes.len().min(BINARY_PROBE_BYTES)].contains(&0) {
         return Err(FileError::NotText(requested.to_owned()));
     }
     let relative = canonical
         .strip_prefix(base)
         .map_or_else(|_| requested.to_owned(), |path| path.display().to_string());
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    };
     Ok(TextFile {
-        absolute: canonical,
+        absolute: canonical.to_owned(),
         relative,
-        text: String::from_utf8_lossy(&bytes).into_owned(),
+        text,
     })
 }
+
+/// The number of lines of the file at `canonical` ([`resolve_under`]), counted
+/// as [`line_count`] does, reading it in small pieces rather than whole.
+pub fn count_lines(
+    base: &Path,
+    canonical: &Path,
+    requested: &str,
+    max_bytes: u64,
+) -> Result<usize, FileError> {
+    let mut file = open_checked(base, canonical, requested, max_bytes)?;
+    let mut buffer = vec![0_u8; 64 * 1024];
+    let mut total: u64 = 0;
+    let mut newlines = 0;
+    let mut last = None;
+    loop {
+        let read = match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => {
+                return Err(FileError::Unreadable {
+                    path: requested.to_owned(),
+                    reason: error.to_string(),
+                });
+            }
+        };
+        let chunk = &buffer[..read];
+        if total < BINARY_PROBE_BYTES as u64 {
+            let probe = usize::try_from(BINARY_PROBE_BYTES as u64 - total).unwrap_or(read);
+            if chunk[..read.min(probe)].contains(&0) {
+                return Err(FileError::NotText(requested.to_owned()));
+            }
+        }
+        total += read as u64;
+        if total > max_bytes {
+            return Err(FileError::TooLarge {
+                path: requested.to_owned(),
+                size: total,
+                limit: max_bytes,
+            });
+        }
+        newlines += chunk.iter().filter(|byte| **byte == b'\n').count();
+        last = chunk.last().copied();
+    }
+    Ok(match last {
+        None => 0,
+        Some(b'\n') => newlines,
+        Some(_) => newlines + 1,
+    })
+}
+
+/// How much of a file is looked at for a NUL byte to call it binary.
+const BINARY_PROBE_BYTES: usize = 8192;
 
 #[cfg(test)]
 mod tests {
@@ -276,6 +365,20 @@ mod tests {
             read_under(&base, "b.bin", 1024),
             Err(FileError::NotText(_))
         ));
+    }
+
+    #[test]
+    fn lines_are_counted_as_the_text_counts_them() {
+        let (_directory, base) = base();
+        for text in ["", "a", "a\n", "a\nb", "a\r\nb\r\n", "\n\n"] {
+            std::fs::write(base.join("c.txt"), text).unwrap();
+            let canonical = resolve_under(&base, "c.txt").unwrap();
+            assert_eq!(
+                count_lines(&base, &canonical, "c.txt", 1024).unwrap(),
+                line_count(text),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -6,12 +6,15 @@
 //! | `GET /assets/panel.js`, `/assets/panel.css` | embedded in the binary; no CDN |
 //! | `GET /events` | server-sent events: `version` with the latest version's JSON, now and on every change |
 //! | `GET /api/versions`, `/api/version/{n}` | the history, and one kept version |
-//! | `GET /api/file?path=&line=&end=&pattern=&v=` | a file view as JSON, resolved against version `v`'s base (default: the latest) |
+//! | `GET /api/file?path=&line=&end=&pattern=&v=` | a file view as JSON: only a file version `v` (default: the latest) references, resolved against its base; 404 for any other path |
 //! | `GET /file?…` | the same file view as a page (the links' target without script) |
 //!
 //! Every request passes [`guard`]: a `Host` that is not the panel's own
 //! loopback address and port (DNS rebinding), or an `Origin` from elsewhere,
-//! is refused with 403. Every response carries a strict
+//! is refused with 403; so is one without the panel's secret
+//! ([`crate::access`]), in its cookie or, on the first visit, in the query
+//! (answered with the cookie and a redirect to the same address without the
+//! secret). Every response carries a strict
 //! Content-Security-Policy (scripts and styles only from the panel itself, no
 //! inline script or style, no network but the panel), `nosniff`, no referrer
 //! and no framing.
@@ -31,6 +34,7 @@ use axum::routing::get;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
 
+use crate::access::{self, Secret};
 use crate::files;
 use crate::highlight::{self, escape};
 use crate::state::{State, Version};
@@ -78,13 +82,20 @@ impl Allowed {
 struct AppState {
     state: Arc<State>,
     allowed: Arc<Allowed>,
+    /// What every request must carry.
+    secret: Arc<Secret>,
+    /// The cookie that carries it (named after the port).
+    cookie: Arc<str>,
 }
 
-/// The panel's routes, answering only requests addressed to `address`.
-pub fn router(state: Arc<State>, address: SocketAddr) -> Router {
+/// The panel's routes, answering only requests addressed to `address` that
+/// carry `secret`.
+pub fn router(state: Arc<State>, address: SocketAddr, secret: Secret) -> Router {
     let app = AppState {
         state,
         allowed: Arc::new(Allowed::for_address(address)),
+        secret: Arc::new(secret),
+        cookie: access::cookie_name(address.port()).into(),
     };
     Router::new()
         .route("/", get(index))
@@ -101,7 +112,8 @@ pub fn router(state: Arc<State>, address: SocketAddr) -> Router {
         .with_state(app)
 }
 
-/// Refuses foreign `Host`/`Origin` values; adds the security headers.
+/// Refuses foreign `Host`/`Origin` values and requests without the secret;
+/// exchanges a secret in the query for a cookie; adds the security headers.
 async fn guard(AxumState(app): AxumState<AppState>, request: Request, next: Next) -> Response {
     let host = request
         .headers()
@@ -117,12 +129,21 @@ async fn guard(AxumState(app): AxumState<AppState>, request: Request, next: Next
                 .any(|allowed| allowed.eq_ignore_ascii_case(origin))
         })
     });
-    let mut response = if host_ok && origin_ok {
-        next.run(request).await
-    } else {
+    let mut response = if !(host_ok && origin_ok) {
         (
             StatusCode::FORBIDDEN,
             "refused: this review panel answers only requests addressed to its own loopback address\n",
+        )
+            .into_response()
+    } else if has_cookie(&app, &request) {
+        next.run(request).await
+    } else if let Some(redirect) = exchange_token(&app, &request) {
+        redirect
+    } else {
+        (
+            StatusCode::FORBIDDEN,
+            "refused: this review panel answers only its user; open the address `review-bot panel` printed \
+             (it ends in ?token=…), or restart the panel to get a new one\n",
         )
             .into_response()
     };
@@ -145,6 +166,49 @@ async fn guard(AxumState(app): AxumState<AppState>, request: Request, next: Next
         HeaderValue::from_static("same-origin"),
     );
     response
+}
+
+/// Whether the request carries the panel's cookie with the secret.
+fn has_cookie(app: &AppState, request: &Request) -> bool {
+    request
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .filter_map(|value| access::cookie_value(value, &app.cookie))
+        .any(|value| app.secret.matches(value))
+}
+
+/// The answer to a request with the secret in its query: a redirect to the
+/// same address without it, setting the cookie. `None` without a valid secret.
+fn exchange_token(app: &AppState, request: &Request) -> Option<Response> {
+    let (token, rest) = access::take_token(request.uri().query()?);
+    if !token.is_some_and(|token| app.secret.matches(token)) {
+        return None;
+    }
+    let path = request.uri().path();
+    // Never a scheme-relative `//host` (an open redirect): the page instead.
+    let path = if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') {
+        path
+    } else {
+        "/"
+    };
+    let location = if rest.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{rest}")
+    };
+    let cookie = format!(
+        "{}={}; HttpOnly; SameSite=Strict; Path=/",
+        app.cookie,
+        app.secret.expose()
+    );
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::LOCATION, HeaderValue::from_str(&location).ok()?);
+    headers.insert(header::SET_COOKIE, HeaderValue::from_str(&cookie).ok()?);
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Some(response)
 }
 
 fn with_type(content_type: &'static str, body: impl Into<axum::body::Body>) -> Response {
@@ -325,6 +389,9 @@ pub struct FileView {
     pub error: Option<String>,
     /// Whether it was refused for safety.
     pub refused: bool,
+    /// Whether the version does not reference it at all (answered 404).
+    #[serde(skip)]
+    pub not_referenced: bool,
     /// Highlighted HTML of the whole file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub html: Option<String>,
@@ -357,7 +424,28 @@ pub fn file_view(state: &State, query: &FileQuery) -> FileView {
             ..FileView::default()
         };
     };
-    let file = match files::read_under(&version.base, &query.path, state.limits().max_file_bytes) {
+    // Only a file this version references, where it led when rendered.
+    let read = match version.rendered.references.get(&query.path) {
+        None => {
+            return FileView {
+                path: query.path.clone(),
+                not_referenced: true,
+                error: Some(format!(
+                    "{} is not a file this version of the review references; the panel shows only those",
+                    query.path
+                )),
+                ..FileView::default()
+            };
+        }
+        Some(Err(error)) => Err(error.clone()),
+        Some(Ok(canonical)) => files::read_resolved(
+            &version.base,
+            canonical,
+            &query.path,
+            state.limits().max_file_bytes,
+        ),
+    };
+    let file = match read {
         Ok(file) => file,
         Err(error) => {
             return FileView {
@@ -430,17 +518,23 @@ async fn build_view(app: &AppState, query: FileQuery) -> FileView {
         })
 }
 
+/// 404 for a file the review does not reference, 403 for one refused for safety.
+fn view_status(view: &FileView) -> StatusCode {
+    if view.not_referenced {
+        StatusCode::NOT_FOUND
+    } else if view.refused {
+        StatusCode::FORBIDDEN
+    } else {
+        StatusCode::OK
+    }
+}
+
 async fn file_json(
     AxumState(app): AxumState<AppState>,
     Query(query): Query<FileQuery>,
 ) -> Response {
     let view = build_view(&app, query).await;
-    let status = if view.refused {
-        StatusCode::FORBIDDEN
-    } else {
-        StatusCode::OK
-    };
-    (status, axum::Json(view)).into_response()
+    (view_status(&view), axum::Json(view)).into_response()
 }
 
 async fn file_page(
@@ -470,10 +564,5 @@ async fn file_page(
         );
     }
     body.push_str("</main></body></html>");
-    let status = if view.refused {
-        StatusCode::FORBIDDEN
-    } else {
-        StatusCode::OK
-    };
-    (status, Html(body)).into_response()
+    (view_status(&view), Html(body)).into_response()
 }

@@ -9,6 +9,10 @@
 //! shows the file, highlighted ([`highlight`]), read only from under the
 //! review's base directory ([`files`]).
 //!
+//! Only its user reads it: the page's URL carries a secret drawn when the panel
+//! starts ([`access`]), exchanged for a cookie on the first visit and required
+//! by every route.
+//!
 //! Everything the agent sends is untrusted: Markdown's raw HTML is never
 //! rendered, links with dangerous schemes lose their target, the page runs
 //! under a strict Content-Security-Policy, requests whose `Host` or `Origin`
@@ -24,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod access;
 pub mod files;
 pub mod highlight;
 pub mod http;
@@ -69,7 +74,8 @@ impl PanelOptions {
     }
 }
 
-/// Bounds on untrusted input.
+/// Bounds on untrusted input, and on what the panel keeps. ARCHITECTURE.md
+/// says why each default is what it is.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// The longest protocol line accepted, in bytes.
@@ -78,10 +84,24 @@ pub struct Limits {
     pub socket_read_timeout: std::time::Duration,
     /// Socket connections handled at once; more are refused with an error line.
     pub max_socket_connections: usize,
-    /// The largest file a file view shows, in bytes.
+    /// The largest file a file view shows, or a reference is checked in, in bytes.
     pub max_file_bytes: u64,
-    /// Versions of the document kept for the history.
+    /// Versions of the document kept for the history (at most).
     pub max_versions: usize,
+    /// The Markdown of one version that is rendered, in bytes; the rest is
+    /// cut with a notice.
+    pub max_markdown_bytes: usize,
+    /// Table cells in one version, in all (rows are padded to their header's
+    /// width); rows past it are cut with a notice.
+    pub max_table_cells: usize,
+    /// The rendered HTML of one version, in bytes; blocks past it are cut
+    /// with a notice.
+    pub max_rendered_bytes: usize,
+    /// What the kept versions may hold in all, in bytes (their HTML, the page's
+    /// JSON, their references); the oldest go first, the latest always stays.
+    pub max_retained_bytes: usize,
+    /// Renders at once (each holds a syntax tree while it runs).
+    pub max_concurrent_renders: usize,
 }
 
 impl Default for Limits {
@@ -92,6 +112,11 @@ impl Default for Limits {
             max_socket_connections: 32,
             max_file_bytes: 4 * 1024 * 1024,
             max_versions: 100,
+            max_markdown_bytes: 1024 * 1024,
+            max_table_cells: 20_000,
+            max_rendered_bytes: 2 * 1024 * 1024,
+            max_retained_bytes: 64 * 1024 * 1024,
+            max_concurrent_renders: 2,
         }
     }
 }
@@ -132,6 +157,8 @@ pub struct Panel {
     http: tokio::net::TcpListener,
     address: SocketAddr,
     state: Arc<state::State>,
+    /// What every HTTP request must carry ([`access`]).
+    secret: access::Secret,
 }
 
 impl Panel {
@@ -153,6 +180,11 @@ impl Panel {
             path: options.listen.to_string(),
             source,
         })?;
+        let secret = access::Secret::generate().map_err(|source| PanelError::Io {
+            what: "could not draw the panel's secret from",
+            path: "/dev/urandom".to_owned(),
+            source,
+        })?;
         let socket = socket::BoundSocket::bind(&options.socket)?;
         let state = Arc::new(state::State::new(
             options.editor_url,
@@ -164,12 +196,24 @@ impl Panel {
             http,
             address,
             state,
+            secret,
         })
     }
 
-    /// The page's address.
+    /// The page's URL, with the secret that opens it: give it only to the
+    /// panel's user.
     pub fn url(&self) -> String {
-        format!("http://{}/", self.address)
+        format!(
+            "http://{}/?{}={}",
+            self.address,
+            access::TOKEN_PARAMETER,
+            self.secret.expose()
+        )
+    }
+
+    /// The loopback address the page is served on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
     }
 
     /// The socket the panel listens on.
@@ -193,6 +237,7 @@ impl Panel {
             http,
             address,
             state,
+            secret,
         } = self;
         let (stop_sender, stop_receiver) = tokio::sync::watch::channel(false);
         let (socket, listener) = socket.into_parts();
@@ -201,7 +246,7 @@ impl Panel {
             Arc::clone(&state),
             stop_receiver.clone(),
         ));
-        let router = http::router(Arc::clone(&state), address);
+        let router = http::router(Arc::clone(&state), address, secret);
         let mut http_stop = stop_receiver;
         let served = axum::serve(http, router).with_graceful_shutdown(async move {
             let _ = http_stop.wait_for(|stopped| *stopped).await;

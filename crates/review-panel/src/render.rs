@@ -14,21 +14,35 @@
 //! Each file reference ([`crate::references`]) is checked when rendered: a
 //! missing file, one outside the base, or a line past its end is marked
 //! broken with the reason as its title, and the page shows the reason when it
-//! is clicked instead of following a dead link.
+//! is clicked instead of following a dead link. Every spelling is resolved
+//! once (no read) and every file read once, by canonical path, however many
+//! ways it is spelled; the spellings and where they lead are kept with the
+//! rendering ([`Rendered::references`]): they are the only files the page's
+//! file view will open.
+//!
+//! **Bounded** ([`crate::Limits`]): only the first `max_markdown_bytes` of a
+//! document are rendered; tables hold at most `max_table_cells` cells in all
+//! (Markdown pads every row to its header's width, so a 20 KB review of wide
+//! tables made 2 million cells); the parse stops after [`MAX_PARSE_STEPS`]
+//! (the document is then shown as plain text); and the HTML stops growing at
+//! `max_rendered_bytes`. Every cut leaves a notice where it was made.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Write as _};
 use std::hash::{Hash as _, Hasher as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use comrak::html::{ChildRendering, Context, format_document_with_formatter, format_node_default};
 use comrak::nodes::{AstNode, NodeValue};
 use comrak::options::Plugins;
-use comrak::{Arena, Options, parse_document};
+use comrak::{Arena, Options, try_parse_document};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 
+use crate::Limits;
 use crate::files::{self, FileError};
 use crate::highlight::{Highlighter, escape};
 use crate::references::{self, FileReference};
@@ -62,7 +76,50 @@ pub struct Rendered {
     pub sections: Vec<Section>,
     /// The headings.
     pub toc: Vec<TocEntry>,
+    /// Every file reference's path as spelled, and where it leads: the only
+    /// files the file view shows for this version.
+    #[serde(skip)]
+    pub references: HashMap<String, Result<PathBuf, FileError>>,
+    /// What was cut to stay within the limits, as the notices say it.
+    #[serde(skip)]
+    pub cuts: Vec<String>,
 }
+
+impl Rendered {
+    /// Roughly the heap this rendering holds, for the retained-bytes bound.
+    pub fn weight(&self) -> usize {
+        let sections: usize = self
+            .sections
+            .iter()
+            .map(|section| section.key.len() + section.hash.len() + section.html.len() + 72)
+            .sum();
+        let toc: usize = self
+            .toc
+            .iter()
+            .map(|entry| entry.key.len() + entry.text.len() + 56)
+            .sum();
+        let references: usize = self
+            .references
+            .iter()
+            .map(|(spelling, target)| {
+                spelling.len() + target.as_ref().map_or(64, |path| path.as_os_str().len()) + 96
+            })
+            .sum();
+        sections + toc + references
+    }
+}
+
+/// How many parse steps (a line, an inline or a node each) a render may take
+/// before the document is shown as plain text instead. A 50-finding review
+/// takes about 20 thousand; a million bounds the parse to about a second and
+/// its syntax tree to tens of MiB.
+pub const MAX_PARSE_STEPS: u32 = 1_000_000;
+
+/// Longest section key made from a heading, in characters.
+const MAX_SLUG_CHARS: usize = 64;
+
+/// Longest heading text kept in the table of contents, in characters.
+const MAX_HEADING_CHARS: usize = 200;
 
 /// Query-string escaping for file reference hrefs.
 const QUERY: &AsciiSet = &NON_ALPHANUMERIC
@@ -76,7 +133,10 @@ const QUERY: &AsciiSet = &NON_ALPHANUMERIC
 struct Links<'r> {
     base: Option<&'r Path>,
     max_file_bytes: u64,
-    line_counts: HashMap<String, Result<usize, FileError>>,
+    /// Every spelling met, and where it leads (resolved once, nothing read).
+    resolved: HashMap<String, Result<PathBuf, FileError>>,
+    /// Every file met, and its line count: one read per file however it is spelled.
+    line_counts: HashMap<PathBuf, Result<usize, FileError>>,
 }
 
 impl Links<'_> {
@@ -85,12 +145,20 @@ impl Links<'_> {
         let Some(base) = self.base else {
             return Some("the review has no usable base directory".to_owned());
         };
+        let resolved = self
+            .resolved
+            .entry(reference.path.clone())
+            .or_insert_with(|| files::resolve_under(base, &reference.path));
+        let canonical = match resolved {
+            Err(error) => return Some(error.to_string()),
+            Ok(canonical) => canonical.clone(),
+        };
         let max = self.max_file_bytes;
         let count = self
             .line_counts
-            .entry(reference.path.clone())
-            .or_insert_with(|| {
-                files::read_under(base, &reference.path, max).map(|file| file.line_count())
+            .entry(canonical)
+            .or_insert_with_key(|canonical| {
+                files::count_lines(base, canonical, &reference.path, max)
             });
         match count {
             Err(error) => Some(error.to_string()),
@@ -203,50 +271,342 @@ fn options() -> Options<'static> {
     options
 }
 
-/// Renders `markdown`; file references resolve against `base` (canonical).
-pub fn render(markdown: &str, base: Option<&Path>, max_file_bytes: u64) -> Rendered {
+/// Renders `markdown`; file references resolve against `base` (canonical);
+/// `limits` bound the work and the result.
+pub fn render(markdown: &str, base: Option<&Path>, limits: &Limits) -> Rendered {
+    let mut cuts = Vec::new();
+    let source = cut_source(markdown, limits.max_markdown_bytes, &mut cuts);
+    let source_notice = cuts.first().cloned();
+    let source = limit_tables(source, limits.max_table_cells, &mut cuts);
     let options = options();
     let highlighter = Highlighter;
     let mut plugins = Plugins::default();
     plugins.render.codefence_syntax_highlighter = Some(&highlighter);
     let arena = Arena::new();
-    let root = parse_document(&arena, markdown, &options);
+    // Comrak asks every 256 steps whether to stop.
+    let asked = Cell::new(0_u32);
+    let parsed = try_parse_document(&arena, &source, &options, &|| {
+        asked.set(asked.get() + 1);
+        asked.get() > MAX_PARSE_STEPS / 256
+    });
+    let Ok(root) = parsed else {
+        return plain_text(&source, limits.max_rendered_bytes, cuts);
+    };
 
     let mut links = Links {
         base,
-        max_file_bytes,
+        max_file_bytes: limits.max_file_bytes,
+        resolved: HashMap::new(),
         line_counts: HashMap::new(),
     };
     let mut sections: Vec<Section> = Vec::new();
     let mut toc = Vec::new();
-    let mut used_keys: HashMap<String, usize> = HashMap::new();
-    let mut current: Option<(String, String)> = None;
+    let mut used_keys: HashSet<String> = HashSet::new();
+    // The open section: key, HTML, blocks left out of it.
+    let mut current: Option<(String, String, usize)> = None;
+    let mut rendered_bytes = 0_usize;
+    let budget = limits.max_rendered_bytes;
     for node in root.children() {
         let heading = match &node.data().value {
             NodeValue::Heading(heading) => Some(heading.level),
             _ => None,
         };
         if let Some(level) = heading {
-            if let Some((key, html)) = current.take() {
-                sections.push(section(key, html));
+            if let Some((key, html, skipped)) = current.take() {
+                sections.push(section(
+                    key,
+                    close_section(html, skipped, budget, &mut cuts),
+                ));
             }
             let text = node.collect_text();
+            let text = shorten(text.trim(), MAX_HEADING_CHARS);
             let key = unique_key(&slug(&text), &mut used_keys);
             toc.push(TocEntry {
                 level,
-                text: text.trim().to_owned(),
+                text: text.clone(),
                 key: key.clone(),
             });
-            current = Some((key, String::new()));
-        }
-        let (_, html) = current.get_or_insert_with(|| ("s-top".to_owned(), String::new()));
-        links = format_document_with_formatter(node, &options, html, &plugins, format_node, links)
+            let mut html = String::new();
+            links = format_document_with_formatter(
+                node,
+                &options,
+                &mut html,
+                &plugins,
+                format_node,
+                links,
+            )
             .unwrap_or_else(|_| unreachable!("writing to a String cannot fail"));
+            if rendered_bytes + html.len() > budget {
+                // Past the budget a heading is still shown, as its plain text.
+                html = format!("<h{level}>{}</h{level}>\n", escape(&text));
+            }
+            rendered_bytes += html.len();
+            current = Some((key, html, 0));
+            continue;
+        }
+        let (_, html, skipped) = current.get_or_insert_with(|| {
+            used_keys.insert("s-top".to_owned());
+            ("s-top".to_owned(), String::new(), 0)
+        });
+        if rendered_bytes >= budget {
+            *skipped += 1;
+            continue;
+        }
+        let mut block = String::new();
+        links = format_document_with_formatter(
+            node,
+            &options,
+            &mut block,
+            &plugins,
+            format_node,
+            links,
+        )
+        .unwrap_or_else(|_| unreachable!("writing to a String cannot fail"));
+        if rendered_bytes + block.len() > budget {
+            // This block and every later one are left out: the cut is here.
+            rendered_bytes = budget;
+            *skipped += 1;
+            continue;
+        }
+        rendered_bytes += block.len();
+        html.push_str(&block);
     }
-    if let Some((key, html)) = current {
-        sections.push(section(key, html));
+    if let Some((key, html, skipped)) = current {
+        sections.push(section(
+            key,
+            close_section(html, skipped, budget, &mut cuts),
+        ));
     }
-    Rendered { sections, toc }
+    if let Some(notice) = source_notice
+        && let Some(last) = sections.last_mut()
+    {
+        let html = format!("{}{}", last.html, notice_html(&notice));
+        *last = section(std::mem::take(&mut last.key), html);
+    }
+    Rendered {
+        sections,
+        toc,
+        references: links.resolved,
+        cuts,
+    }
+}
+
+/// A notice paragraph.
+fn notice_html(text: &str) -> String {
+    format!(
+        "<p class=\"panel-notice\" role=\"note\">{}</p>\n",
+        escape(text)
+    )
+}
+
+/// The section's HTML, with a notice where blocks were left out.
+fn close_section(
+    mut html: String,
+    skipped: usize,
+    budget: usize,
+    cuts: &mut Vec<String>,
+) -> String {
+    if skipped > 0 {
+        let notice = format!(
+            "The panel cut this section here: {skipped} more block{} not shown, because the \
+             rendered review reached the panel's limit of {}. Shorten the review to see the rest.",
+            if skipped == 1 { " is" } else { "s are" },
+            human_bytes(budget)
+        );
+        html.push_str(&notice_html(&notice));
+        cuts.push(notice);
+    }
+    html
+}
+
+/// The first `max_bytes` of `markdown`, cut at a line's end, with a notice
+/// recorded when anything was cut.
+fn cut_source<'m>(markdown: &'m str, max_bytes: usize, cuts: &mut Vec<String>) -> &'m str {
+    if markdown.len() <= max_bytes {
+        return markdown;
+    }
+    let mut end = max_bytes;
+    while !markdown.is_char_boundary(end) {
+        end -= 1;
+    }
+    if let Some(newline) = markdown[..end].rfind('\n') {
+        end = newline + 1;
+    }
+    cuts.push(format!(
+        "The review is {} long; the panel shows its first {} and cut the rest here.",
+        human_bytes(markdown.len()),
+        human_bytes(max_bytes)
+    ));
+    &markdown[..end]
+}
+
+/// The document as plain text, when it is too complex to render.
+fn plain_text(source: &str, max_bytes: usize, mut cuts: Vec<String>) -> Rendered {
+    let notice = format!(
+        "This review is too complex for the panel to render (more than {MAX_PARSE_STEPS} Markdown \
+         elements); it is shown as plain text."
+    );
+    let mut end = source.len().min(max_bytes / 2);
+    while !source.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut html = notice_html(&notice);
+    cuts.push(notice);
+    let _ = write!(html, "<pre class=\"code\">{}</pre>", escape(&source[..end]));
+    if end < source.len() {
+        let cut = format!(
+            "The panel cut the text here: it shows {} of the review.",
+            human_bytes(end)
+        );
+        html.push_str(&notice_html(&cut));
+        cuts.push(cut);
+    }
+    Rendered {
+        sections: vec![section("s-top".to_owned(), html)],
+        toc: Vec::new(),
+        references: HashMap::new(),
+        cuts,
+    }
+}
+
+/// `2 MiB`, `512 KiB`, `100 bytes`.
+fn human_bytes(bytes: usize) -> String {
+    if bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0 {
+        format!("{} MiB", bytes / (1024 * 1024))
+    } else if bytes >= 1024 {
+        format!("{} KiB", bytes.div_ceil(1024))
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((index, _)) => format!("{}…", &text[..index]),
+        None => text.to_owned(),
+    }
+}
+
+/// A line with its containers (`>` quotes, list markers, indentation) taken off,
+/// as far as telling a table apart needs.
+fn without_containers(line: &str) -> &str {
+    let mut rest = line;
+    loop {
+        let trimmed = rest.trim_start();
+        if let Some(after) = trimmed.strip_prefix('>') {
+            rest = after;
+            continue;
+        }
+        let bullet = trimmed
+            .strip_prefix(['-', '*', '+'])
+            .filter(|after| after.starts_with([' ', '\t']));
+        let digits = trimmed.len()
+            - trimmed
+                .trim_start_matches(|c: char| c.is_ascii_digit())
+                .len();
+        let ordered = (digits > 0 && digits <= 9)
+            .then(|| trimmed[digits..].strip_prefix(['.', ')']))
+            .flatten()
+            .filter(|after| after.starts_with([' ', '\t']));
+        match bullet.or(ordered) {
+            Some(after) => rest = after,
+            None => return trimmed.trim_end(),
+        }
+    }
+}
+
+/// The number of columns of a table's delimiter row (`|---|:-:|`), or `None`.
+fn delimiter_columns(line: &str) -> Option<usize> {
+    if !line.contains('|')
+        || !line.contains('-')
+        || !line
+            .chars()
+            .all(|c| matches!(c, '|' | '-' | ':' | ' ' | '\t'))
+    {
+        return None;
+    }
+    let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+    Some(inner.split('|').count())
+}
+
+/// `markdown` with its tables holding at most `max_cells` cells in all: the
+/// rows past the budget are left out, with a notice where they were.
+fn limit_tables<'m>(markdown: &'m str, max_cells: usize, cuts: &mut Vec<String>) -> Cow<'m, str> {
+    let lines: Vec<&str> = markdown.split_inclusive('\n').collect();
+    let mut output: Option<String> = None;
+    let mut cells = 0_usize;
+    let mut fence: Option<&str> = None;
+    let mut index = 0;
+    while index < lines.len() {
+        let line = without_containers(lines[index]);
+        if let Some(marker) = fence {
+            if line.starts_with(marker) {
+                fence = None;
+            }
+        } else if line.starts_with("```") || line.starts_with("~~~") {
+            fence = Some(&line[..3]);
+        } else if line.contains('|')
+            && let Some(columns) = lines
+                .get(index + 1)
+                .and_then(|next| delimiter_columns(without_containers(next)))
+        {
+            let rows_start = index + 2;
+            let mut rows_end = rows_start;
+            while rows_end < lines.len() {
+                let row = without_containers(lines[rows_end]);
+                if row.is_empty() || row.starts_with('#') {
+                    break;
+                }
+                rows_end += 1;
+            }
+            let rows = rows_end - rows_start;
+            let left = max_cells.saturating_sub(cells);
+            let (kept_lines, notice) = if columns > left {
+                (
+                    0,
+                    Some(format!(
+                        "⚠ The panel left out a table here: its {columns} columns and {rows} rows are past \
+                         the panel's limit of {max_cells} table cells in a review."
+                    )),
+                )
+            } else {
+                let kept_rows = rows.min((left - columns) / columns.max(1));
+                let notice = (kept_rows < rows).then(|| {
+                    format!(
+                        "⚠ The panel cut the table above here: {} of its {rows} rows are not shown \
+                         (the panel shows at most {max_cells} table cells in a review, and every row \
+                         has the header's {columns} cells).",
+                        rows - kept_rows
+                    )
+                });
+                (2 + kept_rows, notice)
+            };
+            cells += columns * (kept_lines.saturating_sub(1));
+            if let Some(notice) = notice {
+                let output = output.get_or_insert_with(|| lines[..index].concat());
+                for kept in &lines[index..index + kept_lines] {
+                    output.push_str(kept);
+                }
+                if !output.is_empty() && !output.ends_with('\n') {
+                    output.push('\n');
+                }
+                let _ = write!(output, "\n*{notice}*\n\n");
+                cuts.push(notice);
+            } else if let Some(output) = &mut output {
+                for kept in &lines[index..rows_end] {
+                    output.push_str(kept);
+                }
+            }
+            index = rows_end;
+            continue;
+        }
+        if let Some(output) = &mut output {
+            output.push_str(lines[index]);
+        }
+        index += 1;
+    }
+    output.map_or(Cow::Borrowed(markdown), Cow::Owned)
 }
 
 fn section(key: String, html: String) -> Section {
@@ -271,6 +631,9 @@ fn slug(text: &str) -> String {
             dash = true;
         }
     }
+    if let Some((index, _)) = slug.char_indices().nth(MAX_SLUG_CHARS) {
+        slug.truncate(index);
+    }
     let trimmed = slug.trim_end_matches('-');
     if trimmed.len() <= 2 {
         "s-section".to_owned()
@@ -279,19 +642,39 @@ fn slug(text: &str) -> String {
     }
 }
 
-fn unique_key(slug: &str, used: &mut HashMap<String, usize>) -> String {
-    let count = used.entry(slug.to_owned()).or_insert(0);
-    *count += 1;
-    if *count == 1 {
-        slug.to_owned()
-    } else {
-        format!("{slug}-{count}")
+/// `slug`, or the first of `slug_2`, `slug_3` … not used yet. Slugs never
+/// contain `_`, so a numbered key never equals another heading's slug
+/// (`# A`, `# A`, `# A 2` → `s-a`, `s-a_2`, `s-a-2`); the same headings in the
+/// same order get the same keys in every version.
+fn unique_key(slug: &str, used: &mut HashSet<String>) -> String {
+    let mut key = slug.to_owned();
+    let mut number = 1_usize;
+    while used.contains(&key) {
+        number += 1;
+        key = format!("{slug}_{number}");
     }
+    used.insert(key.clone());
+    key
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            max_file_bytes: 1024,
+            ..Limits::default()
+        }
+    }
+
+    fn keys(rendered: &Rendered) -> Vec<&str> {
+        rendered
+            .sections
+            .iter()
+            .map(|section| section.key.as_str())
+            .collect()
+    }
 
     fn html(rendered: &Rendered) -> String {
         rendered
@@ -306,7 +689,7 @@ mod tests {
         let rendered = render(
             "Intro\n\n# Review\n\nText\n\n## Error Handling\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n- [x] done\n\n## Error Handling\n",
             None,
-            1024,
+            &limits(),
         );
         let keys: Vec<_> = rendered
             .sections
@@ -319,7 +702,7 @@ mod tests {
                 "s-top",
                 "s-review",
                 "s-error-handling",
-                "s-error-handling-2"
+                "s-error-handling_2"
             ]
         );
         assert_eq!(rendered.toc.len(), 3);
@@ -334,7 +717,7 @@ mod tests {
         let rendered = render(
             "<script>alert(1)</script>\n\n<img src=x onerror=alert(1)>\n\n[click](javascript:alert(1)) [x](JAVASCRIPT:alert(1))\n",
             None,
-            1024,
+            &limits(),
         );
         let all = html(&rendered);
         assert!(!all.contains("<script"), "{all}");
@@ -353,7 +736,7 @@ mod tests {
         let rendered = render(
             "[auth](src/auth.ts#L2) [`src/auth.ts:3`][] [gone](src/gone.ts) [far](src/auth.ts#L9) [p](src/auth.ts?validateUser) [out](../../etc/passwd) [web](https://example.com)",
             Some(&base),
-            1024,
+            &limits(),
         );
         let all = html(&rendered);
         assert!(
@@ -376,5 +759,140 @@ mod tests {
             all.contains("<a href=\"https://example.com\">web</a>"),
             "{all}"
         );
+    }
+
+    #[test]
+    fn colliding_headings_get_distinct_keys_stable_across_versions() {
+        let document = "Intro\n\n# A\n\none\n\n# A\n\ntwo\n\n# A 2\n\nthree\n\n# Top\n\n# A_2\n";
+        let first = render(document, None, &limits());
+        assert_eq!(
+            keys(&first),
+            ["s-top", "s-a", "s-a_2", "s-a-2", "s-top_2", "s-a-2_2"]
+        );
+        let toc: Vec<_> = first.toc.iter().map(|entry| entry.key.as_str()).collect();
+        assert_eq!(toc, keys(&first)[1..]);
+        // The next version, with one section changed: the same keys, one hash differs.
+        let second = render(&document.replace("two", "TWO"), None, &limits());
+        assert_eq!(keys(&first), keys(&second));
+        let changed: Vec<_> = first
+            .sections
+            .iter()
+            .zip(&second.sections)
+            .filter(|(old, new)| old.hash != new.hash)
+            .map(|(old, _)| old.key.as_str())
+            .collect();
+        assert_eq!(changed, ["s-a_2"]);
+    }
+
+    #[test]
+    fn wide_tables_are_cut_with_a_notice_and_the_page_stays_small() {
+        let mut document = String::from("# Tables\n\n");
+        for _ in 0..4 {
+            document.push_str(&"|a".repeat(1100));
+            document.push_str("|\n");
+            document.push_str(&"|-".repeat(1100));
+            document.push_str("|\n");
+            document.push_str(&"|\n".repeat(440));
+            document.push('\n');
+        }
+        // The same inside a quote and a list, which the pre-scan sees through.
+        document.push_str("> |a|a|a|a|\n> |-|-|-|-|\n");
+        document.push_str(&">|\n".repeat(10_000));
+        let rendered = render(&document, None, &limits());
+        let all = html(&rendered);
+        assert!(all.len() < 512 * 1024, "{} bytes", all.len());
+        let cells =
+            all.matches("<td").count() + all.matches("<th>").count() + all.matches("<th ").count();
+        assert!(cells <= Limits::default().max_table_cells, "{cells} cells");
+        assert!(
+            all.contains("The panel cut the table above here: 423 of its 440 rows are not shown"),
+            "{}",
+            &all[..2000]
+        );
+        assert!(
+            all.contains("The panel left out a table here"),
+            "notices: {:?}",
+            rendered.cuts
+        );
+    }
+
+    #[test]
+    fn the_rendered_size_is_bounded_and_the_cut_is_marked() {
+        let limits = Limits {
+            max_rendered_bytes: 64 * 1024,
+            ..limits()
+        };
+        let mut document = String::new();
+        for section in 0..40 {
+            document.push_str(&format!("# Part {section}\n\n"));
+            for paragraph in 0..20 {
+                document.push_str(&format!("Paragraph {paragraph} {}\n\n", "text ".repeat(40)));
+            }
+        }
+        let rendered = render(&document, None, &limits);
+        let all = html(&rendered);
+        assert!(all.len() < 64 * 1024 + 40 * 200, "{} bytes", all.len());
+        assert_eq!(
+            rendered.toc.len(),
+            40,
+            "every heading stays in the contents"
+        );
+        assert!(all.contains("The panel cut this section here"), "{all}");
+        // The source bound: the rest past it is cut at a line, with a notice.
+        let limits = Limits {
+            max_markdown_bytes: 1000,
+            ..limits
+        };
+        let long = format!("# É\n\n{}", "é word\n".repeat(1000));
+        let rendered = render(&long, None, &limits);
+        let all = html(&rendered);
+        assert!(
+            all.contains("the panel shows its first 1000 bytes"),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn a_document_too_complex_to_parse_is_shown_as_text() {
+        let document = "*a* ".repeat(600_000);
+        let limits = Limits {
+            max_markdown_bytes: 8 * 1024 * 1024,
+            ..limits()
+        };
+        let rendered = render(&document, None, &limits);
+        let all = html(&rendered);
+        assert!(
+            all.contains("too complex for the panel to render"),
+            "{}",
+            &all[..300]
+        );
+        assert!(all.len() <= limits.max_rendered_bytes, "{}", all.len());
+    }
+
+    #[test]
+    fn a_file_spelled_many_ways_is_resolved_per_spelling_and_read_once() {
+        let directory = tempfile::tempdir().unwrap();
+        let base = directory.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("src")).unwrap();
+        std::fs::write(base.join("src/a.rs"), "a\nb\n").unwrap();
+        let document = format!(
+            "[1](src/a.rs) [2](./src/a.rs#L1) [3](src//a.rs) [4]({}/src/a.rs) [5](.env) [6](src/a.rs#L9)",
+            base.display()
+        );
+        let rendered = render(&document, Some(&base), &limits());
+        let canonical = base.join("src/a.rs");
+        let mut spellings: Vec<_> = rendered
+            .references
+            .iter()
+            .filter(|(_, target)| target.as_ref().ok() == Some(&canonical))
+            .map(|(spelling, _)| spelling.clone())
+            .collect();
+        spellings.sort();
+        assert_eq!(spellings.len(), 4, "{spellings:?}");
+        assert!(matches!(
+            rendered.references.get(".env"),
+            Some(Err(FileError::Missing(_)))
+        ));
+        assert!(html(&rendered).contains("line 9 is past its end"));
     }
 }

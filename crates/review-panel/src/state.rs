@@ -1,15 +1,21 @@
 //! Every version of the presented review, and the channel the page's live
 //! updates listen on.
 //!
-//! Each `present_review` call becomes a numbered [`Version`] holding the whole
-//! document (the MCP server applies the modes), its base directory and its
-//! rendering; the last [`crate::Limits::max_versions`] are kept for the
-//! history. File views resolve against the base of the version they were
-//! clicked in, never against anything the browser sends.
+//! Each `present_review` call becomes a numbered [`Version`] holding its base
+//! directory and the rendering of the whole document (the MCP server applies
+//! the modes). The history keeps at most [`crate::Limits::max_versions`]
+//! versions and [`crate::Limits::max_retained_bytes`] in all, dropping the
+//! oldest first and always keeping the latest. File views resolve against the
+//! base of the version they were clicked in, never against anything the
+//! browser sends, and open only files that version references.
+//!
+//! Renders run outside the lock that numbers versions (at most
+//! [`crate::Limits::max_concurrent_renders`] at once), so a slow render never
+//! holds up the page or the history.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -33,12 +39,12 @@ pub struct Version {
     pub section: Option<String>,
     /// The canonical base directory file references resolve against.
     pub base: PathBuf,
-    /// The whole document's Markdown.
-    pub document: String,
-    /// Its rendering.
+    /// The whole document's rendering (the Markdown itself is not kept).
     pub rendered: Rendered,
     /// The JSON the page receives for this version, made once.
     pub payload: Arc<str>,
+    /// Roughly the bytes this version holds, for the retained-bytes bound.
+    pub weight: usize,
 }
 
 /// A version as the history lists it.
@@ -81,9 +87,14 @@ pub struct PresentError(String);
 
 /// The panel's state.
 pub struct State {
-    versions: Mutex<VecDeque<Arc<Version>>>,
-    /// Serialises renders so numbers and order agree.
+    /// The kept versions, oldest first, and the bytes they hold.
+    versions: Mutex<(VecDeque<Arc<Version>>, usize)>,
+    /// The last version number given; numbering and recording happen under it.
     presenting: Mutex<u64>,
+    /// Renders running now, at most `limits.max_concurrent_renders`.
+    renders: Mutex<usize>,
+    /// Signalled when a render ends.
+    render_ended: Condvar,
     live: watch::Sender<Live>,
     editor_url: String,
     limits: Limits,
@@ -94,8 +105,10 @@ impl State {
     /// An empty panel.
     pub fn new(editor_url: String, limits: Limits, socket: PathBuf) -> Self {
         Self {
-            versions: Mutex::new(VecDeque::new()),
+            versions: Mutex::new((VecDeque::new(), 0)),
             presenting: Mutex::new(0),
+            renders: Mutex::new(0),
+            render_ended: Condvar::new(),
             live: watch::Sender::new(Live::default()),
             editor_url,
             limits,
@@ -131,12 +144,22 @@ impl State {
             )));
         }
         let base = files::canonical_base(&message.base_uri).map_err(PresentError)?;
+        let rendered = {
+            let _slot = self.render_slot();
+            render::render(&message.document, Some(&base), &self.limits)
+        };
+        drop(message.document);
+        if !rendered.cuts.is_empty() {
+            tracing::warn!(
+                cuts = ?rendered.cuts,
+                "the presented review was cut to stay within the panel's limits"
+            );
+        }
         let mut last = self
             .presenting
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let number = *last + 1;
-        let rendered = render::render(&message.document, Some(&base), self.limits.max_file_bytes);
         let received_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |elapsed| {
@@ -152,26 +175,55 @@ impl State {
             toc: &rendered.toc,
         })
         .expect("a payload serialises");
+        let weight = payload.len() + rendered.weight() + base.as_os_str().len() + 256;
         let version = Arc::new(Version {
             number,
             received_at_ms,
             mode: message.mode,
             section: message.section,
             base,
-            document: message.document,
             rendered,
             payload: payload.into(),
+            weight,
         });
         {
             let mut versions = self.versions.lock().unwrap_or_else(PoisonError::into_inner);
-            versions.push_back(Arc::clone(&version));
-            while versions.len() > self.limits.max_versions.max(1) {
-                versions.pop_front();
+            let (kept, bytes) = &mut *versions;
+            kept.push_back(Arc::clone(&version));
+            *bytes += weight;
+            while kept.len() > 1
+                && (kept.len() > self.limits.max_versions.max(1)
+                    || *bytes > self.limits.max_retained_bytes)
+            {
+                if let Some(oldest) = kept.pop_front() {
+                    *bytes -= oldest.weight;
+                }
             }
         }
         *last = number;
         self.live.send_modify(|live| live.version = Some(version));
         Ok(number)
+    }
+
+    /// Waits for a free render slot; the slot is given back when dropped.
+    fn render_slot(&self) -> RenderSlot<'_> {
+        let mut running = self.renders.lock().unwrap_or_else(PoisonError::into_inner);
+        while *running >= self.limits.max_concurrent_renders.max(1) {
+            running = self
+                .render_ended
+                .wait(running)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *running += 1;
+        RenderSlot { state: self }
+    }
+
+    /// The bytes the kept versions hold ([`Version::weight`]).
+    pub fn retained_bytes(&self) -> usize {
+        self.versions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .1
     }
 
     /// The latest version.
@@ -184,6 +236,7 @@ impl State {
         self.versions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .0
             .iter()
             .find(|version| version.number == number)
             .cloned()
@@ -194,6 +247,7 @@ impl State {
         self.versions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .0
             .iter()
             .map(|version| VersionSummary {
                 version: version.number,
@@ -212,5 +266,22 @@ impl State {
     /// Ends the live streams (shutdown).
     pub fn close(&self) {
         self.live.send_modify(|live| live.closed = true);
+    }
+}
+
+/// A render slot held ([`State::render_slot`]).
+struct RenderSlot<'s> {
+    state: &'s State,
+}
+
+impl Drop for RenderSlot<'_> {
+    fn drop(&mut self) {
+        let mut running = self
+            .state
+            .renders
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *running -= 1;
+        self.state.render_ended.notify_one();
     }
 }

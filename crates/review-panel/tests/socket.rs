@@ -12,7 +12,10 @@ use serde_json::{Value, json};
 
 struct Running {
     socket: PathBuf,
-    url: String,
+    /// `127.0.0.1:PORT`.
+    address: String,
+    /// The secret from the URL.
+    token: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
     _directory: tempfile::TempDir,
@@ -25,6 +28,8 @@ async fn start(limits: Limits) -> Running {
     options.limits = limits;
     let panel = Panel::bind(options).await.unwrap();
     let url = panel.url();
+    let address = panel.address().to_string();
+    let token = url.split_once("?token=").unwrap().1.to_owned();
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let task = tokio::spawn(async move {
         panel
@@ -36,7 +41,8 @@ async fn start(limits: Limits) -> Running {
     });
     Running {
         socket,
-        url,
+        address,
+        token,
         stop: Some(stop),
         task,
         _directory: directory,
@@ -145,17 +151,18 @@ async fn a_hung_client_blocks_nobody() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_is_refused_to_foreign_hosts_and_carries_a_strict_policy() {
     let panel = start(Limits::default()).await;
-    let address = panel
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_owned();
+    let address = panel.address.clone();
+    let cookie = format!(
+        "review-panel-{}={}",
+        address.rsplit(':').next().unwrap(),
+        panel.token
+    );
     let response = blocking(move || {
         let get = |host: &str, path: &str| {
             let mut stream = std::net::TcpStream::connect(&address).unwrap();
             write!(
                 stream,
-                "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+                "GET {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
             )
             .unwrap();
             let mut response = String::new();

@@ -5,6 +5,12 @@
 //! and the editor link, start `review_panel::Panel`, print where it is, open a
 //! browser on request, and stop on Ctrl-C or SIGTERM (the panel removes its
 //! socket).
+//!
+//! The URL carries the panel's secret (`review_panel::access`): it is printed
+//! on standard output only, never logged, and never put on a command line
+//! (any local user reads other processes' arguments): `--open` gives the
+//! browser a private file (0600, in a 0700 directory removed when the panel
+//! stops) that redirects to the URL.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -63,9 +69,8 @@ pub fn run(args: PanelArgs) -> anyhow::Result<ExitCode> {
         println!("review panel: {url}");
         println!("socket: {}", panel.socket_path().display());
         std::io::stdout().flush().ok();
-        if args.open {
-            open_browser(&url);
-        }
+        // Kept until the panel stops: the browser may read it late.
+        let _launcher = if args.open { open_browser(&url) } else { None };
         let _ = warm_up.await;
         panel.run(shutdown_signal()).await?;
         anyhow::Ok(ExitCode::SUCCESS)
@@ -91,15 +96,27 @@ async fn shutdown_signal() {
     }
 }
 
-/// Opens `url` with `$BROWSER` (its first entry) or `xdg-open`; a failure is a warning.
-fn open_browser(url: &str) {
+/// Opens `url` with `$BROWSER` (its first entry) or `xdg-open`, through a
+/// private launcher file so the secret in `url` never appears in a process's
+/// arguments; a failure is a warning. Returns the launcher's directory, to
+/// keep until the panel stops.
+fn open_browser(url: &str) -> Option<tempfile::TempDir> {
     let browser = std::env::var("BROWSER")
         .ok()
         .and_then(|value| value.split(':').next().map(str::to_owned))
         .filter(|value| !value.trim().is_empty())
         .unwrap_or_else(|| "xdg-open".to_owned());
+    let (directory, launcher) = match write_launcher(url) {
+        Ok(written) => written,
+        Err(error) => {
+            eprintln!(
+                "warning: could not write the file that opens the panel in a browser ({error}); open the URL above yourself"
+            );
+            return None;
+        }
+    };
     let spawned = std::process::Command::new(&browser)
-        .arg(url)
+        .arg(&launcher)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -111,8 +128,36 @@ fn open_browser(url: &str) {
         }
         Err(error) => {
             eprintln!(
-                "warning: could not open a browser with {browser} ({error}); open {url} yourself"
+                "warning: could not open a browser with {browser} ({error}); open the URL above yourself"
             );
         }
     }
+    Some(directory)
+}
+
+/// A page that sends the browser on to `url`, in a fresh private directory
+/// (0700, `tempfile`'s default), created exclusively (`O_EXCL`: never through
+/// a planted link) and readable by the user only.
+fn write_launcher(url: &str) -> std::io::Result<(tempfile::TempDir, PathBuf)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let directory = tempfile::Builder::new()
+        .prefix("review-bot-panel-")
+        .tempdir()?;
+    let launcher = directory.path().join("open-review-panel.html");
+    let escaped = url
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&launcher)?;
+    write!(
+        file,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"referrer\" content=\"no-referrer\">\
+         <meta http-equiv=\"refresh\" content=\"0;url={escaped}\"><title>Review panel</title></head>\
+         <body><p><a href=\"{escaped}\">Open the review panel</a></p></body></html>\n"
+    )?;
+    Ok((directory, launcher))
 }

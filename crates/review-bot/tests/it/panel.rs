@@ -85,6 +85,19 @@ impl PanelProcess {
         self.child.id()
     }
 
+    /// `127.0.0.1:PORT`, from the printed URL.
+    fn address(&self) -> &str {
+        let rest = self.url.strip_prefix("http://").unwrap();
+        &rest[..rest.find('/').unwrap()]
+    }
+
+    /// The cookie the panel sets for its secret.
+    fn cookie(&self) -> String {
+        let port = self.address().rsplit(':').next().unwrap();
+        let token = self.url.split_once("?token=").unwrap().1;
+        format!("review-panel-{port}={token}")
+    }
+
     fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .arg(format!("-{signal}"))
@@ -240,13 +253,18 @@ impl Browser {
         })
     }
 
+    /// Opens the URL the panel printed: its secret becomes a cookie the
+    /// page's script cannot read, and leaves the address bar.
     async fn open(&self, panel: &PanelProcess) {
+        assert!(panel.url.contains("/?token="), "{}", panel.url);
         self.client.goto(&panel.url).await.unwrap();
         self.wait_for(
             "the page is live",
             "document.getElementById('connection').dataset.state === 'live'",
         )
         .await;
+        assert_eq!(self.value("location.search").await, json!(""));
+        assert_eq!(self.value("document.cookie").await, json!(""));
     }
 
     /// Waits until `condition` (a JavaScript expression) holds in the page.
@@ -778,12 +796,15 @@ async fn files_outside_the_base_are_refused() {
         assert!(!page.as_str().unwrap().contains("root:"), "{selector}");
         assert!(!page.as_str().unwrap().contains("top secret"), "{selector}");
     }
-    // Asked directly, the server refuses too.
-    for path in [
-        "../../etc/passwd",
-        "/etc/passwd",
-        "escape.txt",
-        "src/../../secret.txt",
+    // Asked directly, the server refuses too: what the review references but
+    // may not be shown is 403, anything it does not reference is 404.
+    for (path, expected) in [
+        ("../../etc/passwd", 403),
+        ("/etc/passwd", 403),
+        ("escape.txt", 403),
+        ("src/../../secret.txt", 404),
+        ("src/models/user.ts", 404),
+        ("../secret.txt", 404),
     ] {
         let status = browser
             .client
@@ -793,37 +814,53 @@ async fn files_outside_the_base_are_refused() {
             )
             .await
             .unwrap();
-        assert_eq!(status, json!(403), "{path}");
+        assert_eq!(status, json!(expected), "{path}");
     }
     browser.close().await;
 
-    // DNS rebinding: a foreign Host or Origin is refused; the panel's own is served.
-    let address = panel
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_owned();
-    assert_eq!(http_status(&address, &address, None), 200);
-    assert_eq!(http_status(&address, "attacker.example:80", None), 403);
+    // DNS rebinding: a foreign Host or Origin is refused, even with the
+    // secret; the panel's own is served, with it only.
+    let address = panel.address().to_owned();
+    let cookie = panel.cookie();
+    let with_secret = Some(cookie.as_str());
+    assert_eq!(http_status(&address, &address, None, with_secret), 200);
+    assert_eq!(http_status(&address, &address, None, None), 403);
     assert_eq!(
-        http_status(&address, &address, Some("http://attacker.example")),
+        http_status(&address, "attacker.example:80", None, with_secret),
         403
     );
     assert_eq!(
-        http_status(&address, &address, Some(&format!("http://{address}"))),
+        http_status(
+            &address,
+            &address,
+            Some("http://attacker.example"),
+            with_secret
+        ),
+        403
+    );
+    assert_eq!(
+        http_status(
+            &address,
+            &address,
+            Some(&format!("http://{address}")),
+            with_secret
+        ),
         200
     );
 }
 
-/// The status of `GET /` sent to `address` with the given `Host` and `Origin`.
-fn http_status(address: &str, host: &str, origin: Option<&str>) -> u16 {
+/// The status of `GET /` sent to `address` with the given `Host`, `Origin` and `Cookie`.
+fn http_status(address: &str, host: &str, origin: Option<&str>, cookie: Option<&str>) -> u16 {
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     let origin = origin
         .map(|origin| format!("Origin: {origin}\r\n"))
         .unwrap_or_default();
+    let cookie = cookie
+        .map(|cookie| format!("Cookie: {cookie}\r\n"))
+        .unwrap_or_default();
     write!(
         stream,
-        "GET / HTTP/1.1\r\nHost: {host}\r\n{origin}Connection: close\r\n\r\n"
+        "GET / HTTP/1.1\r\nHost: {host}\r\n{origin}{cookie}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut response = String::new();
