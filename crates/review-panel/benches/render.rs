@@ -4,7 +4,7 @@
 //!
 //! - a normal review: 50 findings, each with file references and a code block;
 //! - the hostile 20 KB review of issue 26: four wide Markdown tables (rows
-//!   padded to a 1,100-column header) and one 4 MiB file referenced under a
+//!   padded to a 1,000-column header) and one 4 MiB file referenced under a
 //!   dozen spellings;
 //!
 //! and what 100 versions of each keep. Memory is the process's resident size
@@ -134,11 +134,11 @@ fn hostile_review(base: &Path) -> String {
     text.push_str("\n\n");
     for table in 1..=4 {
         text.push_str(&format!("## Table {table}\n\n"));
-        text.push_str(&"|a".repeat(1100));
+        text.push_str(&"|a".repeat(1000));
         text.push_str("|\n");
-        text.push_str(&"|-".repeat(1100));
+        text.push_str(&"|-".repeat(1000));
         text.push_str("|\n");
-        text.push_str(&"|\n".repeat(440));
+        text.push_str(&"|a|\n".repeat(480));
         text.push('\n');
     }
     text
@@ -250,6 +250,26 @@ fn main() {
         &normal_review(),
         10,
         100,
+    );
+    // The largest review the panel renders whole (1 MiB of Markdown), and 1 MiB
+    // of inline markup (the parse-step backstop).
+    let mut large = String::new();
+    while large.len() + normal_review().len() < 1024 * 1024 {
+        large.push_str(&normal_review());
+    }
+    measure(
+        "1 MiB review (the normal one, repeated)",
+        &normal,
+        &large,
+        3,
+        0,
+    );
+    measure(
+        "1 MiB of inline markup",
+        &normal,
+        &"*a* ".repeat(256 * 1024),
+        3,
+        0,
     );
     let hostile_versions = std::env::var("PANEL_BENCH_HOSTILE_VERSIONS")
         .ok()

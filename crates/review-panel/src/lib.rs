@@ -112,7 +112,7 @@ impl Default for Limits {
             max_socket_connections: 32,
             max_file_bytes: 4 * 1024 * 1024,
             max_versions: 100,
-            max_markdown_bytes: 1024 * 1024,
+            max_markdown_bytes: 512 * 1024,
             max_table_cells: 20_000,
             max_rendered_bytes: 2 * 1024 * 1024,
             max_retained_bytes: 64 * 1024 * 1024,

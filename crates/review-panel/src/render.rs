@@ -25,7 +25,8 @@
 //! (Markdown pads every row to its header's width, so a 20 KB review of wide
 //! tables made 2 million cells); the parse stops after [`MAX_PARSE_STEPS`]
 //! (the document is then shown as plain text); and the HTML stops growing at
-//! `max_rendered_bytes`. Every cut leaves a notice where it was made.
+//! `max_rendered_bytes` (content at seven eighths of it, later headings as
+//! plain text in the rest). Every cut leaves a notice where it was made.
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -302,54 +303,66 @@ pub fn render(markdown: &str, base: Option<&Path>, limits: &Limits) -> Rendered 
     let mut sections: Vec<Section> = Vec::new();
     let mut toc = Vec::new();
     let mut used_keys: HashSet<String> = HashSet::new();
-    // The open section: key, HTML, blocks left out of it.
-    let mut current: Option<(String, String, usize)> = None;
+    // The open section: key, HTML, whether the cut was made in it.
+    let mut current: Option<(String, String, bool)> = None;
     let mut rendered_bytes = 0_usize;
     let budget = limits.max_rendered_bytes;
+    // Content stops here; the last eighth is for later headings, as plain
+    // text, so the table of contents stays whole as far as it can.
+    let content_budget = budget - budget / 8;
+    let mut cut = false;
+    let mut dropped_headings = 0_usize;
+    let cut_notice = format!(
+        "The panel cut the review here: the rest of this section and the content of every later \
+         section are not shown, because the rendered review reached the panel's limit of {}. \
+         Shorten the review to see it all.",
+        human_bytes(budget)
+    );
     for node in root.children() {
         let heading = match &node.data().value {
             NodeValue::Heading(heading) => Some(heading.level),
             _ => None,
         };
         if let Some(level) = heading {
-            if let Some((key, html, skipped)) = current.take() {
-                sections.push(section(
-                    key,
-                    close_section(html, skipped, budget, &mut cuts),
-                ));
-            }
             let text = node.collect_text();
             let text = shorten(text.trim(), MAX_HEADING_CHARS);
+            let html = if cut {
+                format!("<h{level}>{}</h{level}>\n", escape(&text))
+            } else {
+                let mut html = String::new();
+                links = format_document_with_formatter(
+                    node,
+                    &options,
+                    &mut html,
+                    &plugins,
+                    format_node,
+                    links,
+                )
+                .unwrap_or_else(|_| unreachable!("writing to a String cannot fail"));
+                html
+            };
+            if rendered_bytes + html.len() > budget {
+                dropped_headings += 1;
+                continue;
+            }
+            if let Some((key, html, cut_here)) = current.take() {
+                sections.push(section(key, with_notice(html, cut_here, &cut_notice)));
+            }
             let key = unique_key(&slug(&text), &mut used_keys);
             toc.push(TocEntry {
                 level,
-                text: text.clone(),
+                text,
                 key: key.clone(),
             });
-            let mut html = String::new();
-            links = format_document_with_formatter(
-                node,
-                &options,
-                &mut html,
-                &plugins,
-                format_node,
-                links,
-            )
-            .unwrap_or_else(|_| unreachable!("writing to a String cannot fail"));
-            if rendered_bytes + html.len() > budget {
-                // Past the budget a heading is still shown, as its plain text.
-                html = format!("<h{level}>{}</h{level}>\n", escape(&text));
-            }
             rendered_bytes += html.len();
-            current = Some((key, html, 0));
+            current = Some((key, html, false));
             continue;
         }
-        let (_, html, skipped) = current.get_or_insert_with(|| {
+        let (_, html, cut_here) = current.get_or_insert_with(|| {
             used_keys.insert("s-top".to_owned());
-            ("s-top".to_owned(), String::new(), 0)
+            ("s-top".to_owned(), String::new(), false)
         });
-        if rendered_bytes >= budget {
-            *skipped += 1;
+        if cut {
             continue;
         }
         let mut block = String::new();
@@ -362,20 +375,36 @@ pub fn render(markdown: &str, base: Option<&Path>, limits: &Limits) -> Rendered 
             links,
         )
         .unwrap_or_else(|_| unreachable!("writing to a String cannot fail"));
-        if rendered_bytes + block.len() > budget {
+        if rendered_bytes + block.len() > content_budget {
             // This block and every later one are left out: the cut is here.
-            rendered_bytes = budget;
-            *skipped += 1;
+            cut = true;
+            *cut_here = true;
             continue;
         }
         rendered_bytes += block.len();
         html.push_str(&block);
     }
-    if let Some((key, html, skipped)) = current {
-        sections.push(section(
-            key,
-            close_section(html, skipped, budget, &mut cuts),
-        ));
+    if let Some((key, html, cut_here)) = current {
+        sections.push(section(key, with_notice(html, cut_here, &cut_notice)));
+    }
+    if cut {
+        cuts.push(cut_notice);
+    }
+    if dropped_headings > 0
+        && let Some(last) = sections.last_mut()
+    {
+        let notice = format!(
+            "{dropped_headings} more heading{} past the panel's limit of {} not shown.",
+            if dropped_headings == 1 {
+                " is"
+            } else {
+                "s are"
+            },
+            human_bytes(budget)
+        );
+        let html = format!("{}{}", last.html, notice_html(&notice));
+        *last = section(std::mem::take(&mut last.key), html);
+        cuts.push(notice);
     }
     if let Some(notice) = source_notice
         && let Some(last) = sections.last_mut()
@@ -399,22 +428,10 @@ fn notice_html(text: &str) -> String {
     )
 }
 
-/// The section's HTML, with a notice where blocks were left out.
-fn close_section(
-    mut html: String,
-    skipped: usize,
-    budget: usize,
-    cuts: &mut Vec<String>,
-) -> String {
-    if skipped > 0 {
-        let notice = format!(
-            "The panel cut this section here: {skipped} more block{} not shown, because the \
-             rendered review reached the panel's limit of {}. Shorten the review to see the rest.",
-            if skipped == 1 { " is" } else { "s are" },
-            human_bytes(budget)
-        );
-        html.push_str(&notice_html(&notice));
-        cuts.push(notice);
+/// The section's HTML, with the cut notice when the cut was made in it.
+fn with_notice(mut html: String, cut_here: bool, notice: &str) -> String {
+    if cut_here {
+        html.push_str(&notice_html(notice));
     }
     html
 }
@@ -792,7 +809,7 @@ mod tests {
             document.push_str("|\n");
             document.push_str(&"|-".repeat(1100));
             document.push_str("|\n");
-            document.push_str(&"|\n".repeat(440));
+            document.push_str(&"|a|\n".repeat(440));
             document.push('\n');
         }
         // The same inside a quote and a list, which the pre-scan sees through.
@@ -831,13 +848,18 @@ mod tests {
         }
         let rendered = render(&document, None, &limits);
         let all = html(&rendered);
-        assert!(all.len() < 64 * 1024 + 40 * 200, "{} bytes", all.len());
+        assert!(all.len() <= 64 * 1024 + 1024, "{} bytes", all.len());
         assert_eq!(
             rendered.toc.len(),
             40,
             "every heading stays in the contents"
         );
-        assert!(all.contains("The panel cut this section here"), "{all}");
+        assert!(all.contains("The panel cut the review here"), "{all}");
+        assert_eq!(
+            all.matches("panel-notice").count(),
+            1,
+            "one notice, where the cut is"
+        );
         // The source bound: the rest past it is cut at a line, with a notice.
         let limits = Limits {
             max_markdown_bytes: 1000,

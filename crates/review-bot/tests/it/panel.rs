@@ -908,6 +908,60 @@ async fn a_second_panel_on_a_live_socket_is_refused_and_a_killed_one_gives_it_ba
     assert!(!socket.exists());
 }
 
+/// `--open` starts `$BROWSER` with a private file that redirects to the URL:
+/// the secret never appears in a process's arguments (which every local user
+/// can read), and the file goes when the panel stops.
+#[test]
+fn open_hands_the_browser_the_secret_in_a_private_file_not_in_its_arguments() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let directory = tempfile::tempdir().unwrap();
+    let browser = directory.path().join("browser");
+    std::fs::write(
+        &browser,
+        "#!/bin/sh
+printf '%s\\n' \"$@\" > \"$0.tmp\"
+cp \"$1\" \"$0.page\"
+stat -c '%a %a' \"$1\" \"$(dirname \"$1\")\" > \"$0.mode\"
+mv \"$0.tmp\" \"$0.args\"
+",
+    )
+    .unwrap();
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut panel = PanelProcess::start_with(
+        &directory.path().join("panel.sock"),
+        &["--open"],
+        &[("BROWSER", &browser)],
+    );
+    let arguments_file = directory.path().join("browser.args");
+    let start = Instant::now();
+    while !arguments_file.exists() {
+        assert!(start.elapsed() < DEADLINE, "the browser was not started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let arguments = std::fs::read_to_string(&arguments_file).unwrap();
+    let token = panel.url.split_once("?token=").unwrap().1.to_owned();
+    assert!(!arguments.contains(&token), "{arguments}");
+    let launcher = PathBuf::from(arguments.trim());
+    assert!(launcher.is_absolute(), "{arguments}");
+    let page = std::fs::read_to_string(directory.path().join("browser.page")).unwrap();
+    assert!(
+        page.contains(&format!(
+            "http-equiv=\"refresh\" content=\"0;url={}\"",
+            panel.url
+        )),
+        "{page}"
+    );
+    let modes = std::fs::read_to_string(directory.path().join("browser.mode")).unwrap();
+    assert_eq!(modes.trim(), "600 700");
+    panel.signal("TERM");
+    assert!(panel.wait().success());
+    assert!(
+        !launcher.exists(),
+        "the launcher is removed when the panel stops"
+    );
+    assert!(!launcher.parent().unwrap().exists());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_default_socket_is_private_and_shared_with_review_bot_mcp() {
     let runtime = tempfile::tempdir().unwrap();
