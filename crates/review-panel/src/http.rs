@@ -135,10 +135,11 @@ async fn guard(AxumState(app): AxumState<AppState>, request: Request, next: Next
             "refused: this review panel answers only requests addressed to its own loopback address\n",
         )
             .into_response()
+    } else if let Some(redirect) = exchange_token(&app, &request) {
+        // Even with the cookie: the secret leaves the address bar.
+        redirect
     } else if has_cookie(&app, &request) {
         next.run(request).await
-    } else if let Some(redirect) = exchange_token(&app, &request) {
-        redirect
     } else {
         (
             StatusCode::FORBIDDEN,

@@ -258,6 +258,14 @@ async fn the_secret_is_exchanged_for_a_cookie_and_then_every_route_answers() {
             answer.head
         );
         assert!(!answer.body.contains(&token));
+        // A browser that has the cookie already is still sent on without the secret.
+        let answer = get(
+            &address,
+            &address,
+            &format!("/?token={token}"),
+            Some(&cookie),
+        );
+        assert_eq!(answer.status, 303);
         // Deep links keep the rest of their query.
         let answer = get(
             &address,

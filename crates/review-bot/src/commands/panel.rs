@@ -136,12 +136,13 @@ fn open_browser(url: &str) -> Option<tempfile::TempDir> {
 }
 
 /// A page that sends the browser on to `url`, in a fresh private directory
-/// (0700, `tempfile`'s default), created exclusively (`O_EXCL`: never through
+/// (0700), created exclusively (`O_EXCL`: never through
 /// a planted link) and readable by the user only.
 fn write_launcher(url: &str) -> std::io::Result<(tempfile::TempDir, PathBuf)> {
-    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let directory = tempfile::Builder::new()
         .prefix("review-bot-panel-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()?;
     let launcher = directory.path().join("open-review-panel.html");
     let escaped = url

@@ -921,7 +921,7 @@ fn open_hands_the_browser_the_secret_in_a_private_file_not_in_its_arguments() {
         "#!/bin/sh
 printf '%s\\n' \"$@\" > \"$0.tmp\"
 cp \"$1\" \"$0.page\"
-stat -c '%a %a' \"$1\" \"$(dirname \"$1\")\" > \"$0.mode\"
+stat -c '%a' \"$1\" \"$(dirname \"$1\")\" > \"$0.mode\"
 mv \"$0.tmp\" \"$0.args\"
 ",
     )
@@ -952,7 +952,7 @@ mv \"$0.tmp\" \"$0.args\"
         "{page}"
     );
     let modes = std::fs::read_to_string(directory.path().join("browser.mode")).unwrap();
-    assert_eq!(modes.trim(), "600 700");
+    assert_eq!(modes, "600\n700\n", "the file, then its directory");
     panel.signal("TERM");
     assert!(panel.wait().success());
     assert!(
