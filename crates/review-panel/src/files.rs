@@ -243,6 +243,10 @@ pub fn read_resolved(
 
 /// The number of lines of the file at `canonical` ([`resolve_under`]), counted
 /// as [`line_count`] does, reading it in small pieces rather than whole.
+#[allow(
+    clippy::naive_bytecount,
+    reason = "one pass over a 64 KiB buffer does not need the bytecount crate"
+)]
 pub fn count_lines(
     base: &Path,
     canonical: &Path,

@@ -293,13 +293,30 @@ pub fn render(markdown: &str, base: Option<&Path>, limits: &Limits) -> Rendered 
     let Ok(root) = parsed else {
         return plain_text(&source, limits.max_rendered_bytes, cuts);
     };
-
-    let mut links = Links {
+    let links = Links {
         base,
         max_file_bytes: limits.max_file_bytes,
         resolved: HashMap::new(),
         line_counts: HashMap::new(),
     };
+    let mut rendered = render_blocks(root, &options, &plugins, links, limits, cuts);
+    if let Some(notice) = source_notice {
+        let mut recorded_already = Vec::new();
+        append_notice(&mut rendered.sections, notice, &mut recorded_already);
+    }
+    rendered
+}
+
+/// Renders the document's top-level blocks into sections, within
+/// `limits.max_rendered_bytes`.
+fn render_blocks<'a>(
+    root: &'a AstNode<'a>,
+    options: &Options<'_>,
+    plugins: &Plugins<'_>,
+    mut links: Links<'_>,
+    limits: &Limits,
+    mut cuts: Vec<String>,
+) -> Rendered {
     let mut sections: Vec<Section> = Vec::new();
     let mut toc = Vec::new();
     let mut used_keys: HashSet<String> = HashSet::new();
@@ -329,16 +346,8 @@ pub fn render(markdown: &str, base: Option<&Path>, limits: &Limits) -> Rendered 
             let html = if cut {
                 format!("<h{level}>{}</h{level}>\n", escape(&text))
             } else {
-                let mut html = String::new();
-                links = format_document_with_formatter(
-                    node,
-                    &options,
-                    &mut html,
-                    &plugins,
-                    format_node,
-                    links,
-                )
-                .unwrap_or_else(|_| unreachable!("writing to a String cannot fail"));
+                let (html, rest) = format_block(node, options, plugins, links);
+                links = rest;
                 html
             };
             if rendered_bytes + html.len() > budget {
@@ -365,16 +374,8 @@ pub fn render(markdown: &str, base: Option<&Path>, limits: &Limits) -> Rendered 
         if cut {
             continue;
         }
-        let mut block = String::new();
-        links = format_document_with_formatter(
-            node,
-            &options,
-            &mut block,
-            &plugins,
-            format_node,
-            links,
-        )
-        .unwrap_or_else(|_| unreachable!("writing to a String cannot fail"));
+        let (block, rest) = format_block(node, options, plugins, links);
+        links = rest;
         if rendered_bytes + block.len() > content_budget {
             // This block and every later one are left out: the cut is here.
             cut = true;
@@ -390,9 +391,7 @@ pub fn render(markdown: &str, base: Option<&Path>, limits: &Limits) -> Rendered 
     if cut {
         cuts.push(cut_notice);
     }
-    if dropped_headings > 0
-        && let Some(last) = sections.last_mut()
-    {
+    if dropped_headings > 0 {
         let notice = format!(
             "{dropped_headings} more heading{} past the panel's limit of {} not shown.",
             if dropped_headings == 1 {
@@ -402,15 +401,7 @@ pub fn render(markdown: &str, base: Option<&Path>, limits: &Limits) -> Rendered 
             },
             human_bytes(budget)
         );
-        let html = format!("{}{}", last.html, notice_html(&notice));
-        *last = section(std::mem::take(&mut last.key), html);
-        cuts.push(notice);
-    }
-    if let Some(notice) = source_notice
-        && let Some(last) = sections.last_mut()
-    {
-        let html = format!("{}{}", last.html, notice_html(&notice));
-        *last = section(std::mem::take(&mut last.key), html);
+        append_notice(&mut sections, notice, &mut cuts);
     }
     Rendered {
         sections,
@@ -418,6 +409,29 @@ pub fn render(markdown: &str, base: Option<&Path>, limits: &Limits) -> Rendered 
         references: links.resolved,
         cuts,
     }
+}
+
+/// One block's HTML, and the links state back.
+fn format_block<'a, 'r>(
+    node: &'a AstNode<'a>,
+    options: &Options<'_>,
+    plugins: &Plugins<'_>,
+    links: Links<'r>,
+) -> (String, Links<'r>) {
+    let mut html = String::new();
+    let links =
+        format_document_with_formatter(node, options, &mut html, plugins, format_node, links)
+            .unwrap_or_else(|_| unreachable!("writing to a String cannot fail"));
+    (html, links)
+}
+
+/// Adds a notice at the end of the last section, and records it in `cuts`.
+fn append_notice(sections: &mut [Section], notice: String, cuts: &mut Vec<String>) {
+    if let Some(last) = sections.last_mut() {
+        let html = format!("{}{}", last.html, notice_html(&notice));
+        *last = section(std::mem::take(&mut last.key), html);
+    }
+    cuts.push(notice);
 }
 
 /// A notice paragraph.
@@ -488,7 +502,7 @@ fn plain_text(source: &str, max_bytes: usize, mut cuts: Vec<String>) -> Rendered
 
 /// `2 MiB`, `512 KiB`, `100 bytes`.
 fn human_bytes(bytes: usize) -> String {
-    if bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0 {
+    if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
         format!("{} MiB", bytes / (1024 * 1024))
     } else if bytes >= 1024 {
         format!("{} KiB", bytes.div_ceil(1024))
@@ -841,9 +855,9 @@ mod tests {
         };
         let mut document = String::new();
         for section in 0..40 {
-            document.push_str(&format!("# Part {section}\n\n"));
+            let _ = write!(document, "# Part {section}\n\n");
             for paragraph in 0..20 {
-                document.push_str(&format!("Paragraph {paragraph} {}\n\n", "text ".repeat(40)));
+                let _ = write!(document, "Paragraph {paragraph} {}\n\n", "text ".repeat(40));
             }
         }
         let rendered = render(&document, None, &limits);

@@ -127,7 +127,7 @@ struct Answer {
 fn get(address: &str, host: &str, path: &str, cookie: Option<&str>) -> Answer {
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
+        .set_read_timeout(Some(Duration::from_mins(1)))
         .unwrap();
     let cookie = cookie
         .map(|cookie| format!("Cookie: {cookie}\r\n"))

@@ -7,7 +7,8 @@
 //! Bytes read are the process's own count (`rchar` in `/proc/self/io`), so
 //! this file is its own test binary and its tests run one at a time.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::fmt::Write as _;
+use std::io::{BufRead as _, BufReader, Read as _, Write as IoWrite};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -65,11 +66,11 @@ fn hostile_review(base: &Path) -> String {
         format!("{base}//src/big.txt"),
         format!("file://{base}/src/big.txt"),
     ] {
-        text.push_str(&format!("[big]({spelling}#L2) "));
+        let _ = write!(text, "[big]({spelling}#L2) ");
     }
     text.push_str("\n\n");
     for table in 1..=4 {
-        text.push_str(&format!("## Table {table}\n\n"));
+        let _ = write!(text, "## Table {table}\n\n");
         text.push_str(&"|a".repeat(1000));
         text.push_str("|\n");
         text.push_str(&"|-".repeat(1000));
@@ -92,11 +93,19 @@ fn message(base: &Path, document: &str) -> PresentReview {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_hostile_review_renders_within_the_bound_and_reads_the_big_file_once() {
+#[test]
+fn the_hostile_review_renders_within_the_bound_and_reads_the_big_file_once() {
     let _one = ONE_AT_A_TIME
         .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(hostile_review_within_bounds());
+}
+
+async fn hostile_review_within_bounds() {
     let directory = tempfile::tempdir().unwrap();
     let base = hostile_base(directory.path());
     let document = hostile_review(&base);
@@ -128,7 +137,7 @@ async fn the_hostile_review_renders_within_the_bound_and_reads_the_big_file_once
         }))
         .unwrap();
         line.push(b'\n');
-        stream.write_all(&line).unwrap();
+        IoWrite::write_all(&mut stream, &line).unwrap();
         let mut answer = String::new();
         BufReader::new(stream).read_line(&mut answer).unwrap();
         assert_eq!(answer.trim(), r#"{"ok":true}"#);
@@ -143,11 +152,11 @@ async fn the_hostile_review_renders_within_the_bound_and_reads_the_big_file_once
         let port = address.rsplit(':').next().unwrap();
         let mut stream = std::net::TcpStream::connect(&address).unwrap();
         stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
+            .set_read_timeout(Some(Duration::from_mins(1)))
             .unwrap();
-        write!(
-            stream,
-            "GET / HTTP/1.1\r\nHost: {address}\r\nCookie: review-panel-{port}={token}\r\nConnection: close\r\n\r\n"
+        IoWrite::write_fmt(
+            &mut stream,
+            format_args!("GET / HTTP/1.1\r\nHost: {address}\r\nCookie: review-panel-{port}={token}\r\nConnection: close\r\n\r\n"),
         )
         .unwrap();
         let mut response = String::new();
@@ -197,7 +206,7 @@ async fn the_hostile_review_renders_within_the_bound_and_reads_the_big_file_once
 fn a_hundred_and_more_versions_stay_within_the_retained_bytes_bound() {
     let _one = ONE_AT_A_TIME
         .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let directory = tempfile::tempdir().unwrap();
     let base = hostile_base(directory.path());
     let limits = Limits {
@@ -217,10 +226,11 @@ fn a_hundred_and_more_versions_stay_within_the_retained_bytes_bound() {
         } else {
             let mut text = format!("# Round {round}\n\n");
             for finding in 0..40 {
-                text.push_str(&format!(
+                let _ = write!(
+                    text,
                     "## Finding {finding}\n\n{}\n\n```rust\nfn f() -> u32 {{ {round} }}\n```\n\n",
                     "The value is computed twice. ".repeat(20)
-                ));
+                );
             }
             text
         };
