@@ -16,8 +16,10 @@
 //! Everything the agent sends is untrusted: Markdown's raw HTML is never
 //! rendered, links with dangerous schemes lose their target, the page runs
 //! under a strict Content-Security-Policy, requests whose `Host` or `Origin`
-//! is not the panel's own are refused, and file views never leave the base
-//! directory.
+//! is not the panel's own are refused, and file views open only files the
+//! review references, never outside the base directory. What a review can
+//! cost is bounded ([`Limits`]): the Markdown rendered, its table cells, the
+//! parse, the page's bytes and the history's.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), review_panel::PanelError> {

@@ -154,11 +154,11 @@ fn write_launcher(url: &str) -> std::io::Result<(tempfile::TempDir, PathBuf)> {
         .create_new(true)
         .mode(0o600)
         .open(&launcher)?;
-    write!(
+    writeln!(
         file,
         "<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"referrer\" content=\"no-referrer\">\
          <meta http-equiv=\"refresh\" content=\"0;url={escaped}\"><title>Review panel</title></head>\
-         <body><p><a href=\"{escaped}\">Open the review panel</a></p></body></html>\n"
+         <body><p><a href=\"{escaped}\">Open the review panel</a></p></body></html>"
     )?;
     Ok((directory, launcher))
 }
