@@ -59,11 +59,12 @@ fn present(socket: &Path, base: &Path, document: &str) {
     assert!(answer.contains("\"ok\":true"), "{answer}");
 }
 
-fn get(address: &str, path: &str) -> usize {
+/// The body size of `GET path`, with the panel's cookie (`review-panel-PORT=SECRET`).
+fn get(address: &str, cookie: &str, path: &str) -> usize {
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut response = Vec::new();
@@ -112,10 +113,12 @@ async fn bench() {
         .await
         .unwrap();
     let url = panel.url();
-    let address = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_owned();
+    let address = panel.address().to_string();
+    let cookie = format!(
+        "review-panel-{}={}",
+        panel.address().port(),
+        url.split_once("?token=").unwrap().1
+    );
     tokio::spawn(panel.run(std::future::pending()));
 
     let socket_for_blocking = socket.clone();
@@ -136,9 +139,9 @@ async fn bench() {
     let address_for_blocking = address.clone();
     let (page, script, style) = tokio::task::spawn_blocking(move || {
         (
-            get(&address_for_blocking, "/"),
-            get(&address_for_blocking, "/assets/panel.js"),
-            get(&address_for_blocking, "/assets/panel.css"),
+            get(&address_for_blocking, &cookie, "/"),
+            get(&address_for_blocking, &cookie, "/assets/panel.js"),
+            get(&address_for_blocking, &cookie, "/assets/panel.css"),
         )
     })
     .await
