@@ -59,10 +59,43 @@ impl GitHubClient {
         }
     }
 
+    /// `GET /user`: the login of the personal access token's user (an
+    /// installation token has no user: GitHub answers 403, returned as the
+    /// error). Conditional, so asking again costs nothing.
+    pub async fn authenticated_user_login(&self) -> Result<String, GitHubError> {
+        let request = ApiRequest::get("/user", "/user".to_owned());
+        let (user, _) = self
+            .get_json::<wire::AuthenticatedUser>(&Scope::App, &request)
+            .await?;
+        Ok(user.login)
+    }
+
+    /// The login everything the bot writes is posted as: with an App,
+    /// `{slug}[bot]` read from the installation covering `repository`; with a
+    /// personal access token, the token's user from `GET /user`. The bot
+    /// recognises its own reviews, replies and `thread::` ids by this login,
+    /// and counts review cycles with it, so callers must not go on without
+    /// it (`github.bot_login` overrides it).
+    pub async fn bot_login(&self, repository: &RepositoryName) -> Result<String, GitHubError> {
+        if self.is_app() {
+            match self.app_bot_login(repository).await? {
+                Some(login) => Ok(login),
+                None => Err(GitHubError::UnexpectedResponse {
+                    method: "GET".to_owned(),
+                    route: "/repos/{owner}/{repo}/installation",
+                    detail: "the installation does not name its App (no app_slug); set \
+                             github.bot_login to the App's login, SLUG[bot]"
+                        .to_owned(),
+                }),
+            }
+        } else {
+            self.authenticated_user_login().await
+        }
+    }
+
     /// The login the App posts as in `repository` (`{slug}[bot]`), read from
     /// the installation covering it; `None` with a personal access token
-    /// (GitHub names a token's user only through `GET /user`, which we do
-    /// not call: configure the login instead).
+    /// ([`GitHubClient::bot_login`] asks `GET /user` for that).
     pub async fn app_bot_login(
         &self,
         repository: &RepositoryName,

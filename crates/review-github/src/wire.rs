@@ -342,6 +342,12 @@ pub(crate) struct Installation {
     pub app_slug: Option<String>,
 }
 
+/// `GET /user` → 200: the authenticated user (only the login is read).
+#[derive(Deserialize)]
+pub(crate) struct AuthenticatedUser {
+    pub login: String,
+}
+
 /// `POST /app/installations/{installation_id}/access_tokens` → 201. The
 /// token never leaves `client` (it goes straight into a `SecretString`).
 #[derive(Deserialize)]

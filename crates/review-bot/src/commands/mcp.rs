@@ -67,7 +67,7 @@ pub struct McpArgs {
     /// comments carry `thread::` ids the agent may reply by. Without it,
     /// replies go by numeric comment id only. (Pipeline mode reads it from the
     /// snapshot.)
-    #[arg(long, value_name = "LOGIN", env = "REVIEW_BOT_BOT_LOGIN")]
+    #[arg(long, value_name = "LOGIN", env = "REVIEW_BOT_GITHUB_BOT_LOGIN")]
     pub bot_login: Option<String>,
 
     /// The store live mode records replies in.
@@ -95,7 +95,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
             live_source(
                 args.repo.as_deref(),
                 args.pull_request,
-                args.bot_login.filter(|login| !login.trim().is_empty()),
+                bot_login(args.bot_login),
                 &args.database,
             )
             .await?
@@ -178,6 +178,25 @@ async fn live_source(
         .with_context(|| format!("could not read {repository}#{pull_request} from GitHub"))?;
     tracing::info!(pull_request = %live.describe(), "live mode: serving the pull request from GitHub");
     Ok(Source::Live(Box::new(live)))
+}
+
+/// The variable `mcp --live` read before it took the name every other command
+/// uses (`REVIEW_BOT_GITHUB_BOT_LOGIN`); still honoured, with a warning.
+const FORMER_BOT_LOGIN_VARIABLE: &str = "REVIEW_BOT_BOT_LOGIN";
+
+/// `--bot-login` / `REVIEW_BOT_GITHUB_BOT_LOGIN`, else the former variable.
+fn bot_login(given: Option<String>) -> Option<String> {
+    let present = |login: &String| !login.trim().is_empty();
+    given.filter(present).or_else(|| {
+        let former = std::env::var(FORMER_BOT_LOGIN_VARIABLE)
+            .ok()
+            .filter(present)?;
+        tracing::warn!(
+            "{FORMER_BOT_LOGIN_VARIABLE} is deprecated: set REVIEW_BOT_GITHUB_BOT_LOGIN, the \
+             name every review-bot command reads"
+        );
+        Some(former)
+    })
 }
 
 fn non_empty(path: Option<PathBuf>) -> Option<PathBuf> {

@@ -231,22 +231,19 @@ impl Parts {
             Ok(pruned) => tracing::info!(pruned, "removed worktrees of jobs that died"),
             Err(error) => tracing::warn!(%error, "could not prune stale worktrees"),
         }
+        // Who the bot is: its own reviews, replies and thread ids are told apart
+        // by this login, and review cycles are counted with it, so no job runs
+        // without it (issue 25: with a PAT and no setting, cycles were never
+        // counted).
         let bot_login = match &config.github.bot_login {
-            Some(login) if !login.trim().is_empty() => Some(login.trim().to_owned()),
-            _ => github
-                .app_bot_login(repository)
-                .await
-                .unwrap_or_else(|error| {
-                    tracing::warn!(%error, "could not read the App's login from its installation");
-                    None
-                }),
+            Some(login) if !login.trim().is_empty() => login.trim().to_owned(),
+            _ => github.bot_login(repository).await.with_context(|| {
+                "could not find out which login the bot posts as (GET /user for a personal \
+                 access token, the installation for a GitHub App); set github.bot_login \
+                 (REVIEW_BOT_GITHUB_BOT_LOGIN) to it"
+            })?,
         };
-        if bot_login.is_none() {
-            eprintln!(
-                "note: github.bot_login is not set, so no earlier bot comment is recognised as \
-                 the bot's own (set it to the token's login)"
-            );
-        }
+        let bot_login = Some(bot_login);
         let mut build_gate =
             BuildGateSettings::new(Duration::from_secs(config.review.build_timeout_secs))
                 .with_containment(containment);

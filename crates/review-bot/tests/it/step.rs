@@ -558,6 +558,37 @@ async fn at_the_cycle_limit_a_human_is_asked_and_no_agent_runs() {
     assert!(comments[0].contains("5 review cycles"), "{}", comments[0]);
 }
 
+/// Issue 25 item 5: with a personal access token and no `github.bot_login`, the
+/// bot asks GitHub who it is (`GET /user`) and the cycle limit still holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_token_and_no_bot_login_the_bot_asks_who_it_is_and_counts_cycles() {
+    let mut world = World::new("bot-changes-needed", "echo ok\n");
+    for cycle in 0..5 {
+        world.bot_review(&format!("finding {cycle}"));
+    }
+    if !world
+        .start_model(Script::new([Turn::text("never asked")]))
+        .await
+    {
+        return;
+    }
+    let mut command = world.command("step");
+    command.env_remove("REVIEW_BOT_GITHUB_BOT_LOGIN");
+    let output = tokio::task::spawn_blocking(move || command.output().expect("review-bot runs"))
+        .await
+        .unwrap();
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert!(log.contains("cycle limit"), "{log}");
+    assert!(!log.contains("bot_login is not set"), "{log}");
+    assert_eq!(world.labels(), ["bot-human-intervention"]);
+    assert!(
+        world.model().all_requests().is_empty(),
+        "the model was asked"
+    );
+    assert_eq!(world.sim.requests_for("users/get-authenticated").len(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fix_that_breaks_the_tests_is_not_pushed_and_the_label_stays() {
     // The tests insist on `five`: the rename breaks them.

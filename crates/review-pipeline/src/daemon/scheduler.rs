@@ -86,7 +86,8 @@ pub struct SchedulerSettings {
     pub concurrency: usize,
     /// The lease's time to live; it is renewed at a third of what remains.
     pub lease_ttl: Duration,
-    /// `hostname:pid`: each job's lease holder is this plus a fresh UUID.
+    /// `HOST/BOOT/PIDNS:PID` ([`holder_prefix`]): each job's lease holder is
+    /// this plus a fresh UUID.
     pub holder_prefix: String,
 }
 
@@ -101,22 +102,58 @@ impl SchedulerSettings {
     }
 }
 
-/// `hostname:pid`.
+/// `HOST/BOOT/PIDNS:PID`: this process among every replica. The host name
+/// alone does not tell two machines' or two containers' processes apart —
+/// containers with the host's network (Kubernetes `hostNetwork`) share it while
+/// each has a PID namespace of its own, where the same pid is another process,
+/// or none (issue 25: a replica took over a live lease of another "gone"
+/// process). So the identity also names the kernel's boot (`boot_id`) and the
+/// PID namespace (its inode): only a holder with exactly ours is a process this
+/// one can look up in `/proc`.
 pub fn holder_prefix() -> String {
+    format!("{}:{}", process_namespace_identity(), std::process::id())
+}
+
+/// `HOST/BOOT/PIDNS`: where this process's pids mean something.
+fn process_namespace_identity() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|name| name.trim().to_owned())
         .filter(|name| !name.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "localhost".to_owned());
-    format!("{host}:{}", std::process::id())
+    // A host name cannot hold '/' or ':'; replace them should one ever do.
+    let host = host.replace(['/', ':'], "-");
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|id| {
+            id.trim()
+                .chars()
+                .filter(char::is_ascii_hexdigit)
+                .take(12)
+                .collect::<String>()
+        })
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| "unknown-boot".to_owned());
+    // `pid:[4026531836]`
+    let namespace = std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|link| {
+            let link = link.to_string_lossy().into_owned();
+            let inode: String = link.chars().filter(char::is_ascii_digit).collect();
+            (!inode.is_empty()).then_some(inode)
+        })
+        .unwrap_or_else(|| "unknown-namespace".to_owned());
+    format!("{host}/{boot}/{namespace}")
 }
 
 /// At start: releases the live leases held by processes of this host that
 /// are gone (a daemon killed with `kill -9`, a crashed replica restarted on
 /// the same machine), so their pull requests are taken over now rather than
-/// when the leases lapse. A holder is `hostname:pid:uuid`; a lease of another
-/// host, or of a process still running here, is left to expire on its own.
+/// when the leases lapse. A holder is `HOST/BOOT/PIDNS:PID:UUID`
+/// ([`holder_prefix`]); a lease of another host, boot or PID namespace (a
+/// replica in another container with the same host name), of a process still
+/// running here, or in an older format, is left to expire on its own.
 /// Returns the leases released.
 pub async fn release_dead_holders(
     store: &Store,
@@ -160,7 +197,7 @@ fn held_by_dead_local_process(holder: &str) -> bool {
         .is_some_and(|(lease_host, pid)| lease_host == host && !process_exists(pid))
 }
 
-/// `(hostname, pid)` of a `hostname:pid:uuid` holder.
+/// `(identity, pid)` of an `IDENTITY:PID:UUID` holder.
 fn holder_process(holder: &str) -> Option<(&str, &str)> {
     let (process, _uuid) = holder.rsplit_once(':')?;
     let (host, pid) = process.rsplit_once(':')?;
@@ -571,7 +608,25 @@ mod tests {
         let dead = format!("{host}:4194305:{}", uuid::Uuid::new_v4());
         let alive = format!("{host}:1:{}", uuid::Uuid::new_v4());
         let elsewhere = format!("other-host:4194305:{}", uuid::Uuid::new_v4());
-        for (number, holder) in [(1, &dead), (2, &alive), (3, &elsewhere)] {
+        // The same host name in another PID namespace (a replica in another
+        // container on the host's network): its pid means nothing here.
+        let (name, rest) = host.split_once('/').unwrap();
+        let (boot, _namespace) = rest.split_once('/').unwrap();
+        let other_namespace = format!("{name}/{boot}/4026599999:4194305:{}", uuid::Uuid::new_v4());
+        let other_boot = format!(
+            "{name}/000000000000/{}:4194305:{}",
+            rest.split_once('/').unwrap().1,
+            uuid::Uuid::new_v4()
+        );
+        let old_format = format!("{name}:4194305:{}", uuid::Uuid::new_v4());
+        for (number, holder) in [
+            (1, &dead),
+            (2, &alive),
+            (3, &elsewhere),
+            (4, &other_namespace),
+            (5, &other_boot),
+            (6, &old_format),
+        ] {
             store
                 .claim(
                     "acme/widgets",
@@ -600,7 +655,9 @@ mod tests {
             .map(|lease| lease.pull_request)
             .collect();
         live.sort_unstable();
-        assert_eq!(live, [2, 3]);
+        assert_eq!(live, [2, 3, 4, 5, 6]);
+        assert!(!held_by_dead_local_process(&other_namespace));
+        assert!(held_by_dead_local_process(&format!("{host}:4194305:x")));
         assert_eq!(holder_process("h:o:st:12:uuid"), Some(("h:o:st", "12")));
         assert_eq!(holder_process("nonsense"), None);
     }

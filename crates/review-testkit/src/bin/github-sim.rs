@@ -15,10 +15,16 @@
 //! {"api_url": "http://127.0.0.1:PORT", "token": "ghp_…", "ci_token": "ghs_…",
 //!  "clone_url": "http://127.0.0.1:PORT/acme/widgets.git",
 //!  "repositories": [{"name": "acme/widgets", "clone_url": "…", "ci_token": "ghs_…",
-//!                    "pull_requests": [{"number": 1, "head": "feature-a"}, …]}, …]}
+//!                    "pull_requests": [{"number": 1, "head": "feature-a", "author": "octocat",
+//!                                       "person_token": "ghp_…"}, …]}, …]},
+//!  "person_token": "ghp_…"}
 //! ```
 //!
-//! `token` is a personal access token of the user `review-bot`. A GitHub App `ci` is
+//! `token` is a personal access token of the user `review-bot`. `person_token` is a personal
+//! access token of a person who is not the bot — the first pull request's author (`octocat`
+//! unless the scenario names another), and per pull request its own author's — so a test or
+//! a person can comment, relabel, push, close and reopen as somebody else while the bot
+//! works. A GitHub App `ci` is
 //! installed on every owner served (check runs take App tokens only); each repository's
 //! `ci_token` is an installation token of its owner's installation, valid for an hour like
 //! GitHub's. `ci_token` and `clone_url` at the top are the first repository's.
@@ -439,12 +445,15 @@ fn load(path: &Path) -> Result<Scenario, String> {
     parse_scenario(&value, base_dir).map_err(|error| format!("{}: {error}", path.display()))
 }
 
+/// Who opens a pull request when the scenario names nobody (the simulator's own default).
+const DEFAULT_AUTHOR: &str = "octocat";
+
 /// What the ready line says about one repository.
 struct Served {
     repo: RepoHandle,
     owner: String,
-    /// `(number, head)` of each pull request.
-    pulls: Vec<(u64, String)>,
+    /// `(number, head, author)` of each pull request.
+    pulls: Vec<(u64, String, String)>,
 }
 
 /// Installs the `ci` app on every owner served and prints the ready line.
@@ -470,14 +479,26 @@ fn announce(sim: &GithubSim, token: &str, served: &[Served]) -> Result<(), SimEr
                 "pull_requests": repository
                     .pulls
                     .iter()
-                    .map(|(number, head)| serde_json::json!({"number": number, "head": head}))
+                    .map(|(number, head, author)| {
+                        serde_json::json!({
+                            "number": number,
+                            "head": head,
+                            "author": author,
+                            "person_token": sim.user(author).token,
+                        })
+                    })
                     .collect::<Vec<_>>(),
             })
         })
         .collect();
+    let person = first
+        .pulls
+        .first()
+        .map_or(DEFAULT_AUTHOR, |(_, _, author)| author.as_str());
     let ready = serde_json::json!({
         "api_url": sim.api_url(),
         "token": token,
+        "person_token": sim.user(person).token,
         "ci_token": ci_token(first),
         "clone_url": first.repo.clone_url(),
         "repositories": repositories,
@@ -514,7 +535,7 @@ fn serve_one(
     let served = [Served {
         repo,
         owner: "acme".to_owned(),
-        pulls: vec![(number, head.to_owned())],
+        pulls: vec![(number, head.to_owned(), DEFAULT_AUTHOR.to_owned())],
     }];
     announce(&sim, &user.token, &served)?;
     Ok(sim)
@@ -588,7 +609,14 @@ fn serve_repository(sim: &GithubSim, spec: &RepositorySpec, path: &str) -> Resul
                 status.target_url.as_deref(),
             )?;
         }
-        pulls.push((pull.number(), pull_spec.head.clone()));
+        pulls.push((
+            pull.number(),
+            pull_spec.head.clone(),
+            pull_spec
+                .author
+                .clone()
+                .unwrap_or_else(|| DEFAULT_AUTHOR.to_owned()),
+        ));
     }
     let owner = spec
         .name

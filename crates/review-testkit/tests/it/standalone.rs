@@ -186,6 +186,7 @@ fn start_scenario(file: &Path) -> (Server, Value) {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines)] // One scenario, checked from the ready line to a clone.
 async fn github_sim_serves_a_scenario_of_several_repositories_and_pull_requests() {
     let work = tempfile::tempdir().unwrap();
     source_repository(
@@ -218,16 +219,20 @@ async fn github_sim_serves_a_scenario_of_several_repositories_and_pull_requests(
     let token = ready["token"].as_str().unwrap();
     assert_eq!(ready["clone_url"], format!("{api_url}/acme/widgets.git"));
     assert_eq!(ready["ci_token"], ready["repositories"][0]["ci_token"]);
+    let pulls = &ready["repositories"][0]["pull_requests"];
+    let fix_pull = &ready["repositories"][1]["pull_requests"][0];
+    let summary = |pull: &Value| serde_json::json!([pull["number"], pull["head"], pull["author"]]);
     assert_eq!(
-        ready["repositories"][0]["pull_requests"],
-        serde_json::json!([{"number": 1, "head": "feature-a"}, {"number": 2, "head": "feature-b"}])
+        summary(&pulls[0]),
+        serde_json::json!([1, "feature-a", "octocat"])
     );
+    assert_eq!(
+        summary(&pulls[1]),
+        serde_json::json!([2, "feature-b", "octocat"])
+    );
+    assert_eq!(summary(fix_pull), serde_json::json!([1, "fix", "dev"]));
+    assert_eq!(ready["person_token"], pulls[0]["person_token"]);
     assert_eq!(ready["repositories"][1]["name"], "globex/gadgets");
-    assert_eq!(
-        ready["repositories"][1]["pull_requests"],
-        serde_json::json!([{"number": 1, "head": "fix"}])
-    );
-
     let http = reqwest::Client::new();
     let get = |path: &str| {
         let request = http.get(format!("{api_url}{path}")).bearer_auth(token);
@@ -263,6 +268,8 @@ async fn github_sim_serves_a_scenario_of_several_repositories_and_pull_requests(
         get("/search/issues?q=is%3Apr+is%3Aopen+label%3Abot-review-needed%2Cbot-ci-pending").await;
     assert_eq!(found["total_count"], 2);
 
+    a_person_acts_through_their_token(api_url, token, &ready, fix_pull).await;
+
     // The second owner has its own CI installation.
     let posted = http
         .post(format!("{api_url}/repos/globex/gadgets/check-runs"))
@@ -288,6 +295,66 @@ async fn github_sim_serves_a_scenario_of_several_repositories_and_pull_requests(
         std::fs::read_to_string(work.path().join("clone/fix.rs")).unwrap(),
         "fn fix() {}\n"
     );
+}
+
+/// What a test does as a person (issue 25): each token says who it is, and the pull request's
+/// author closes it (it leaves the poller's search) and reopens it.
+async fn a_person_acts_through_their_token(
+    api_url: &str,
+    token: &str,
+    ready: &Value,
+    fix_pull: &Value,
+) {
+    let http = reqwest::Client::new();
+    let get = |path: &str| {
+        let request = http.get(format!("{api_url}{path}")).bearer_auth(token);
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status().as_u16(), 200, "{}", response.url());
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let whoami = |secret: String| {
+        let request = http.get(format!("{api_url}/user")).bearer_auth(secret);
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            response.json::<Value>().await.unwrap()["login"].clone()
+        }
+    };
+    assert_eq!(whoami(token.to_owned()).await, "review-bot");
+    let person = ready["person_token"].as_str().unwrap().to_owned();
+    assert_eq!(whoami(person.clone()).await, "octocat");
+    assert_eq!(
+        whoami(fix_pull["person_token"].as_str().unwrap().to_owned()).await,
+        "dev"
+    );
+    // The person closes their pull request (it leaves the poller's search), then reopens it.
+    let set_state = |state: &'static str| {
+        let request = http
+            .patch(format!("{api_url}/repos/acme/widgets/pulls/1"))
+            .bearer_auth(&person)
+            .json(&serde_json::json!({"state": state}));
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let closed = set_state("closed").await;
+    assert_eq!(
+        (&closed["state"], closed["closed_at"].is_string()),
+        (&"closed".into(), true)
+    );
+    let found = get("/search/issues?q=is%3Apr+is%3Aopen+label%3Abot-review-needed").await;
+    assert_eq!(found["total_count"], 0);
+    let reopened = set_state("open").await;
+    assert_eq!(
+        (&reopened["state"], &reopened["closed_at"]),
+        (&"open".into(), &Value::Null)
+    );
+    let found = get("/search/issues?q=is%3Apr+is%3Aopen+label%3Abot-review-needed").await;
+    assert_eq!(found["total_count"], 1);
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod pulls;
 mod repos;
 mod reviews;
 mod search;
+mod users;
 
 use std::collections::HashMap;
 
@@ -278,6 +279,20 @@ pub(crate) static OPERATIONS: &[Operation] = &[
         "https://docs.github.com/rest/issues/labels#remove-a-label-from-an-issue",
         issues::remove_label,
     )),
+    writes(op(
+        "pulls/update",
+        "PATCH",
+        "/repos/{owner}/{repo}/pulls/{pull_number}",
+        "https://docs.github.com/rest/pulls/pulls#update-a-pull-request",
+        pulls::update,
+    )),
+    op(
+        "users/get-authenticated",
+        "GET",
+        "/user",
+        "https://docs.github.com/rest/users/users#get-the-authenticated-user",
+        users::get_authenticated,
+    ),
     op(
         "pulls/get",
         "GET",
@@ -510,7 +525,9 @@ mod tests {
             match_operation("GET", "/repos/acme/widgets/commits/main/status").unwrap();
         assert_eq!(operation.id, "repos/get-combined-status-for-ref");
         assert!(match_operation("GET", "/repos/acme/widgets/nothing").is_none());
-        assert!(match_operation("PATCH", "/repos/acme/widgets/pulls/1").is_none());
+        let (operation, _) = match_operation("PATCH", "/repos/acme/widgets/pulls/1").unwrap();
+        assert_eq!(operation.id, "pulls/update");
+        assert!(match_operation("PUT", "/repos/acme/widgets/pulls/1").is_none());
     }
 
     #[test]

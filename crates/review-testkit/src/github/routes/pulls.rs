@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::super::api::{ApiError, Context, Reply, paginate_range};
 use super::super::render::{self, PullStats};
 use super::super::state::SimState;
-use super::{pull_of, visible_repository};
+use super::{pull_mut, pull_of, visible_repository};
 
 /// What the `Accept` header asks `pulls/get` for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,10 +56,6 @@ pub(super) fn get(state: &mut SimState, context: &Context) -> Result<Reply, ApiE
     let base_sha = state.base_sha(repository, pull)?;
     let git = state.git(repository);
     let merge_base = git.merge_base(&base_sha, &head_sha)?;
-    let commits = match &merge_base {
-        Some(merge_base) => git.commits_between(merge_base, &head_sha)?.len(),
-        None => 0,
-    };
     let diff = state.pull_diff(&key, &base_sha, &head_sha)?;
     match media_type(context.accept()) {
         MediaType::Diff | MediaType::Patch if diff.files.len() > state.options.diff_max_files => {
@@ -85,18 +81,7 @@ pub(super) fn get(state: &mut SimState, context: &Context) -> Result<Reply, ApiE
                 git.format_patch(&from, &head_sha)?,
             ))
         }
-        MediaType::Json => {
-            let (repository, pull) = pull_of(state, &key, number)?;
-            let pull_stats = PullStats {
-                commits,
-                additions: diff.files.iter().map(|file| file.additions).sum(),
-                deletions: diff.files.iter().map(|file| file.deletions).sum(),
-                changed_files: diff.files.len(),
-            };
-            Ok(Reply::ok(render::pull_request(
-                state, repository, pull, &head_sha, &base_sha, pull_stats,
-            )))
-        }
+        MediaType::Json => get_as_json(state, &key, number),
     }
 }
 
@@ -150,4 +135,111 @@ pub(super) fn list_commits(state: &mut SimState, context: &Context) -> Result<Re
             )
         },
     ))
+}
+
+/// `PATCH /repos/{owner}/{repo}/pulls/{pull_number}`: a person (or the bot) changes the
+/// title, the body, the base branch, or closes and reopens the pull request, with GitHub's
+/// rules: the caller must be able to write (any token that can post here), a base branch
+/// must exist, and a pull request whose head branch is gone cannot be reopened.
+pub(super) fn update(state: &mut SimState, context: &Context) -> Result<Reply, ApiError> {
+    context.require_login()?;
+    let key = visible_repository(state, context)?;
+    let number = context.number_param("pull_number")?;
+    let (repository, pull) = pull_of(state, &key, number)?;
+    let git = state.git(repository);
+    let new_state = match context.body_str("state") {
+        None => None,
+        Some("open") => Some(true),
+        Some("closed") => Some(false),
+        Some(other) => {
+            return Err(ApiError::validation_failed(vec![ApiError::field_error(
+                "PullRequest",
+                "state",
+                "invalid",
+                Some(format!("state {other:?} is not one of open, closed")),
+            )]));
+        }
+    };
+    if new_state == Some(true) && !pull.open && git.branch_sha(&pull.head_ref)?.is_none() {
+        return Err(ApiError::validation_failed(vec![ApiError::field_error(
+            "PullRequest",
+            "state",
+            "custom",
+            Some("Cannot reopen a pull request whose head branch was deleted".to_owned()),
+        )]));
+    }
+    let base = context.body_str("base").map(str::to_owned);
+    if let Some(base) = &base
+        && git.branch_sha(base)?.is_none()
+    {
+        return Err(ApiError::validation_failed(vec![ApiError::field_error(
+            "PullRequest",
+            "base",
+            "invalid",
+            Some(format!("Proposed base branch '{base}' was not found")),
+        )]));
+    }
+    let title = context.body_str("title").map(str::to_owned);
+    if title
+        .as_deref()
+        .is_some_and(|title| title.trim().is_empty())
+    {
+        return Err(ApiError::validation_failed(vec![ApiError::field_error(
+            "PullRequest",
+            "title",
+            "missing_field",
+            None,
+        )]));
+    }
+    let body = context.body_str("body").map(str::to_owned);
+    if let Some(body) = &body {
+        ApiError::check_body_length("PullRequest", body)?;
+    }
+    let target = pull_mut(state, &key, number)?;
+    if let Some(title) = title {
+        target.title = title;
+    }
+    if let Some(body) = body {
+        target.body = Some(body);
+    }
+    if let Some(base) = base {
+        target.base_ref = base;
+    }
+    match new_state {
+        Some(true) if !target.open => {
+            target.open = true;
+            target.closed_at = None;
+        }
+        Some(false) if target.open => {
+            target.open = false;
+            target.closed_at = Some(context.now);
+        }
+        _ => {}
+    }
+    target.updated_at = context.now;
+    get_as_json(state, &key, number)
+}
+
+/// The pull request as `pulls/get` renders it in JSON.
+fn get_as_json(state: &mut SimState, key: &str, number: u64) -> Result<Reply, ApiError> {
+    let (repository, pull) = pull_of(state, key, number)?;
+    let head_sha = state.head_sha(repository, pull)?;
+    let base_sha = state.base_sha(repository, pull)?;
+    let git = state.git(repository);
+    let merge_base = git.merge_base(&base_sha, &head_sha)?;
+    let commits = match &merge_base {
+        Some(merge_base) => git.commits_between(merge_base, &head_sha)?.len(),
+        None => 0,
+    };
+    let diff = state.pull_diff(key, &base_sha, &head_sha)?;
+    let (repository, pull) = pull_of(state, key, number)?;
+    let pull_stats = PullStats {
+        commits,
+        additions: diff.files.iter().map(|file| file.additions).sum(),
+        deletions: diff.files.iter().map(|file| file.deletions).sum(),
+        changed_files: diff.files.len(),
+    };
+    Ok(Reply::ok(render::pull_request(
+        state, repository, pull, &head_sha, &base_sha, pull_stats,
+    )))
 }

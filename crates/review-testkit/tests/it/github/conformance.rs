@@ -581,6 +581,52 @@ async fn every_operation_answers_in_the_shape_of_its_schema() {
             None,
         )
         .await;
+    // Who the token is, and a person closing and reopening the pull request.
+    caller
+        .call(
+            "users/get-authenticated",
+            &token,
+            Method::GET,
+            "/user",
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "users/get-authenticated",
+            &installation_token,
+            Method::GET,
+            "/user",
+            None,
+        )
+        .await;
+    caller
+        .call(
+            "pulls/update",
+            &token,
+            Method::PATCH,
+            pulls,
+            Some(json!({"state": "closed"})),
+        )
+        .await;
+    caller
+        .call(
+            "pulls/update",
+            &token,
+            Method::PATCH,
+            pulls,
+            Some(json!({"state": "open", "title": "Reopened"})),
+        )
+        .await;
+    caller
+        .call(
+            "pulls/update",
+            &token,
+            Method::PATCH,
+            pulls,
+            Some(json!({"base": "no-such-branch"})),
+        )
+        .await;
     caller
         .call(
             "issues/remove-all-labels",
