@@ -26,9 +26,7 @@ use rmcp::{ServerHandler, ServiceExt as _, tool, tool_handler, tool_router};
 use review_core::agent_requests::{
     AgentRequest, GeneralComment, InlineComment, ReplyRequest, ReplyTarget, check_message,
 };
-use review_core::anchor::{
-    CommentLocation, OutsideDiffReason, Side, Verdict, anchor, nearest_commentable_ranges,
-};
+use review_core::anchor::{CommentLocation, Side, Verdict, anchor};
 use review_core::diff::PullRequestDiff;
 use review_core::findings::Severity;
 use review_core::snapshot::{CommentLookup, PullRequestSnapshot};
@@ -53,9 +51,6 @@ const REPLY_USAGE: &str = "comment_id (the id of a review thread or conversation
      github_get_pr_comments) and message (string)";
 const PRESENT_USAGE: &str = "content (markdown), baseUri (the repository root), optionally mode \
      (\"replace\", \"update-section\" or \"append\") and section";
-
-/// How many commentable ranges a corrective error offers.
-const NEAREST_RANGES_SHOWN: usize = 3;
 
 /// How many of the pull request's files an error about an unknown path lists.
 const FILES_SHOWN: usize = 20;
@@ -186,7 +181,9 @@ impl ReviewServer {
             number in the new version of the file (side RIGHT, the default) or, with side LEFT, in the old \
             version, and must be an added, removed or context line shown in the diff. For a comment on \
             several lines give start_line too (same hunk). The comment is posted with the review when it \
-            ends. If the line is not part of the diff, the error names the nearest lines you can use.",
+            ends. A line just outside a hunk is moved into it, and a line elsewhere in a changed file \
+            is listed in the review body under \"Outside the diff\"; the answer says where it lands. \
+            Only a file the pull request does not change is refused, with the files it does change.",
         input_schema = arguments::schema::<InlineCommentArguments>()
     )]
     async fn leave_inline_comment(&self, raw: JsonObject) -> CallToolResult {
@@ -521,21 +518,23 @@ impl ReviewServer {
     }
 
     /// Checks an inline comment against the diff. Returns the comment to record
-    /// (path normalised) and a note for the answer, or the corrective error.
-    fn anchor_on_diff(
-        &self,
-        comment: InlineComment,
-    ) -> Result<(InlineComment, &'static str), String> {
+    /// (path normalised, moved where the anchoring rules move it) and a note for
+    /// the answer saying where it will land, or the corrective error. Only what
+    /// can never be placed — a file the pull request does not change, or a path
+    /// git cannot hold — is refused (issue 25: a line two from a hunk, a deleted
+    /// file's new side, a pure rename were refused and the finding lost when the
+    /// agent did not retry); everything else is recorded.
+    fn anchor_on_diff(&self, comment: InlineComment) -> Result<(InlineComment, String), String> {
         let Some(diff) = self.diff() else {
             return Ok((
                 comment,
-                " (not checked against a diff: this server has no snapshot)",
+                " (not checked against a diff: this server has no snapshot)".to_owned(),
             ));
         };
         let Ok(diff) = diff else {
             return Ok((
                 comment,
-                " (not checked: the pull request's diff could not be read)",
+                " (not checked: the pull request's diff could not be read)".to_owned(),
             ));
         };
         let side = comment.side_or_default();
@@ -553,45 +552,49 @@ impl ReviewServer {
                     start_line,
                     ..comment
                 },
-                "",
+                String::new(),
             )),
-            Verdict::Moved { line, .. } if line == comment.line => {
-                // Only the range's start left the hunk.
-                let ranges = nearest(diff, &comment.path, comment.line, side);
-                Err(format!(
-                    "leave_inline_comment: start_line {} is not in the same diff hunk as line {} of {}. \
-                     A range must stay inside one hunk ({side} lines {ranges}). Nothing was recorded; call \
-                     it again with a start_line in that hunk, or without start_line.",
-                    comment.start_line.unwrap_or_default(),
-                    comment.line,
-                    comment.path,
+            Verdict::Moved {
+                path,
+                line,
+                start_line,
+            } => {
+                let note = if line == comment.line {
+                    let covered = match start_line {
+                        Some(start) => {
+                            format!("the range now starts at line {start}, where that hunk begins")
+                        }
+                        None => format!("the comment covers line {line} only"),
+                    };
+                    format!(
+                        " (start_line {} is not in the same diff hunk as line {line}, so {covered}; \
+                         it is recorded, do not record it again)",
+                        comment.start_line.unwrap_or_default()
+                    )
+                } else {
+                    format!(
+                        " (line {} is not part of the diff; it will be posted on line {line}, the \
+                         nearest line of the same hunk; it is recorded, do not record it again)",
+                        comment.line
+                    )
+                };
+                Ok((
+                    InlineComment {
+                        path,
+                        line,
+                        start_line,
+                        ..comment
+                    },
+                    note,
                 ))
             }
-            Verdict::Moved { .. } => Err(format!(
-                "leave_inline_comment: line {} of {} ({side}) is not part of the pull request's diff. The \
-                 nearest lines you can comment on ({side}) are: {}. Nothing was recorded; call \
-                 leave_inline_comment again with a line in one of those ranges.",
-                comment.line,
-                comment.path,
-                nearest(diff, &comment.path, comment.line, side),
-            )),
-            Verdict::OutsideDiff {
-                reason:
-                    OutsideDiffReason::NotNearAHunk { .. } | OutsideDiffReason::BetweenHunks { .. },
-            } => Ok((
+            Verdict::OutsideDiff { reason } => Ok((
                 comment,
-                " (this line of a changed file is not part of the diff, so GitHub cannot show it \
-                 inline: it will be listed in the review body under \"Outside the diff\" with its \
-                 file and line; it is recorded, do not record it again)",
-            )),
-            Verdict::OutsideDiff { reason } => Err(format!(
-                "leave_inline_comment: line {} of {} ({side}) cannot take a comment: {reason}. The nearest \
-                 lines you can comment on ({side}) are: {}. Nothing was recorded; call leave_inline_comment \
-                 again with a line in one of those ranges, or use leave_general_comment for a remark about \
-                 code the pull request does not change.",
-                comment.line,
-                comment.path,
-                nearest(diff, &comment.path, comment.line, side),
+                format!(
+                    " (GitHub cannot show it inline — {reason} — so it will be listed in the review \
+                     body under \"Outside the diff\" with its file and line; it is recorded, do not \
+                     record it again)"
+                ),
             )),
             Verdict::NotInPr { reason } => {
                 let files: Vec<&str> = diff.files().iter().map(|file| file.path.as_str()).collect();
@@ -611,19 +614,6 @@ impl ReviewServer {
                 ))
             }
         }
-    }
-}
-
-/// The nearest commentable ranges, as text for an error.
-fn nearest(diff: &PullRequestDiff, path: &str, line: u32, side: Side) -> String {
-    match nearest_commentable_ranges(diff, path, line, side, NEAREST_RANGES_SHOWN) {
-        Ok(ranges) if !ranges.is_empty() => ranges
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        Ok(_) => format!("none on the {side} side of this file"),
-        Err(reason) => reason.to_string(),
     }
 }
 

@@ -102,27 +102,44 @@ async fn a_line_far_from_every_hunk_is_recorded_for_the_outside_the_diff_section
     );
 }
 
+/// Issue 25 item 8: what the anchoring rules can place is recorded, never
+/// refused — a line near a hunk is moved into it, a line between hunks or on a
+/// side the file does not have goes to "Outside the diff", a range leaving its
+/// hunk keeps its last line — and the answer says where each lands.
 #[tokio::test]
-async fn an_off_diff_line_gets_the_nearest_commentable_lines_and_records_nothing() {
+async fn what_the_anchoring_rules_can_place_is_recorded_and_said_where_it_lands() {
     let run = Run::new();
     let mut session = Session::start(run.options(Some(snapshot()))).await;
-    for (line, near) in [(9, "1-7"), (47, "42-45")] {
+    let mut expected = Vec::new();
+    for line in [9, 47] {
         let answer = session
             .call(
                 "leave_inline_comment",
                 json!({"path": "src/lib.rs", "line": line, "message": "m"}),
             )
             .await;
-        assert!(answer.is_error, "line {line}: {}", answer.text);
+        assert!(!answer.is_error, "line {line}: {}", answer.text);
         assert!(
-            answer.text.contains("not part of the pull request's diff")
-                || answer.text.contains("cannot take a comment"),
+            answer.text.contains("do not record it again"),
             "{}",
             answer.text
         );
-        assert!(answer.text.contains(near), "line {line}: {}", answer.text);
+        let recorded = run.lines().last().cloned().unwrap();
+        assert_eq!(recorded["path"], "src/lib.rs");
+        let landed = recorded["line"].as_u64().unwrap();
+        if landed == line {
+            assert!(answer.text.contains("Outside the diff"), "{}", answer.text);
+        } else {
+            assert!(
+                answer.text.contains(&format!("posted on line {landed}")),
+                "{}",
+                answer.text
+            );
+            assert!(landed.abs_diff(line) <= 3, "moved from {line} to {landed}");
+        }
+        expected.push(recorded);
     }
-    // A new file has no old side.
+    // A new file has no old side: recorded for the body.
     let answer = session
         .call(
             "leave_inline_comment",
@@ -130,11 +147,11 @@ async fn an_off_diff_line_gets_the_nearest_commentable_lines_and_records_nothing
         )
         .await;
     assert!(
-        answer.is_error && answer.text.contains("new"),
+        !answer.is_error && answer.text.contains("Outside the diff"),
         "{}",
         answer.text
     );
-    // A range leaving its hunk.
+    // A range leaving its hunk is cut to the hunk.
     let answer = session
         .call(
             "leave_inline_comment",
@@ -142,11 +159,14 @@ async fn an_off_diff_line_gets_the_nearest_commentable_lines_and_records_nothing
         )
         .await;
     assert!(
-        answer.is_error && answer.text.contains("same diff hunk"),
+        !answer.is_error && answer.text.contains("starts at line 42"),
         "{}",
         answer.text
     );
-    assert!(run.lines().is_empty());
+    let lines = run.lines();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[3]["line"], 43);
+    assert_eq!(lines[3]["start_line"], 42, "{}", lines[3]);
 }
 
 #[tokio::test]
