@@ -79,7 +79,12 @@ pub fn snapshot_from_github(source: GitHubPullRequest<'_>) -> PullRequestSnapsho
         issue_comments: Vec::new(),
     };
     let model = snapshot.parsed_diff().ok();
-    snapshot.review_threads = threads(source.review_comments, source.replied, model.as_ref());
+    snapshot.review_threads = threads(
+        source.review_comments,
+        source.replied,
+        source.bot_login,
+        model.as_ref(),
+    );
     let mut issue_comments: Vec<&review_github::IssueComment> =
         source.issue_comments.iter().collect();
     issue_comments.sort_by_key(|comment| (comment.created_at, comment.id));
@@ -99,9 +104,17 @@ pub fn snapshot_from_github(source: GitHubPullRequest<'_>) -> PullRequestSnapsho
     snapshot
 }
 
+/// The review threads, oldest first. A thread counts as `replied` only while
+/// the store says the bot answered it **and** nobody but the bot has written
+/// in it since the bot's last comment there (issue 25: a reviewer's follow-up
+/// — "that link is dead, please answer" — has a comment id of its own, so a
+/// flag kept per thread hid it from the agent and from the unresolved count).
+/// Without the bot's login nobody's comments can be told apart, and the
+/// store's flag stands.
 fn threads(
     comments: &[review_github::ReviewComment],
     replied: &HashSet<u64>,
+    bot_login: Option<&str>,
     diff: Option<&DiffModel>,
 ) -> Vec<ReviewThread> {
     let mut sorted: Vec<&review_github::ReviewComment> = comments.iter().collect();
@@ -133,7 +146,11 @@ fn threads(
                     .and_then(|line| diff.and_then(|diff| diff_hunk(diff, &root.path, line, side)))
                     .unwrap_or_default(),
                 outdated: root.line.is_none(),
-                replied: replied.contains(&root.id),
+                replied: replied.contains(&root.id)
+                    && !followed_up(
+                        std::iter::once(root).chain(answers.iter().copied()),
+                        bot_login,
+                    ),
                 comments: std::iter::once(root)
                     .chain(answers)
                     .map(|comment| ThreadComment {
@@ -149,6 +166,33 @@ fn threads(
             }
         })
         .collect()
+}
+
+/// Whether someone other than the bot wrote after the bot's last comment in a
+/// thread (`comments` oldest first). With no comment of the bot's in it, or
+/// no bot login, nothing is a follow-up.
+fn followed_up<'a>(
+    comments: impl Iterator<Item = &'a review_github::ReviewComment>,
+    bot_login: Option<&str>,
+) -> bool {
+    let Some(bot) = bot_login else {
+        return false;
+    };
+    let mut bot_spoke = false;
+    let mut followed = false;
+    for comment in comments {
+        let by_bot = comment
+            .author_login
+            .as_deref()
+            .is_some_and(|author| review_core::snapshot::is_bot_login(bot, author));
+        if by_bot {
+            bot_spoke = true;
+            followed = false;
+        } else if bot_spoke {
+            followed = true;
+        }
+    }
+    followed
 }
 
 /// The hunk containing `line` (on `side`), from its header down to that line,
@@ -186,4 +230,66 @@ pub fn diff_hunk(diff: &DiffModel, path: &str, line: u32, side: Option<Side>) ->
         }
     }
     Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comment(
+        id: u64,
+        in_reply_to: Option<u64>,
+        author: &str,
+        minute: u32,
+    ) -> review_github::ReviewComment {
+        review_github::ReviewComment {
+            id,
+            review_id: None,
+            in_reply_to,
+            author_login: Some(author.to_owned()),
+            body: format!("comment {id}"),
+            path: "src/lib.rs".to_owned(),
+            line: Some(3),
+            start_line: None,
+            side: Some(Side::Right),
+            original_line: Some(3),
+            commit_id: "0".repeat(40),
+            created_at: chrono::DateTime::from_timestamp(1_700_000_000 + i64::from(minute) * 60, 0)
+                .unwrap(),
+            html_url: String::new(),
+        }
+    }
+
+    /// Issue 25 item 9: a reviewer writing after the bot's reply reopens the
+    /// thread for the agent; the bot writing last closes it again.
+    #[test]
+    fn a_follow_up_after_the_bots_reply_reopens_the_thread() {
+        let replied: HashSet<u64> = [1].into_iter().collect();
+        let asked = comment(1, None, "alice", 0);
+        let answered = comment(2, Some(1), "review-bot[bot]", 1);
+        let follow_up = comment(3, Some(1), "alice", 2);
+        let answered_again = comment(4, Some(1), "Review-Bot[bot]", 3);
+        let replied_of = |comments: &[review_github::ReviewComment], bot: Option<&str>| {
+            threads(comments, &replied, bot, None)[0].replied
+        };
+        let bot = Some("review-bot[bot]");
+        assert!(replied_of(&[asked.clone(), answered.clone()], bot));
+        assert!(!replied_of(
+            &[asked.clone(), answered.clone(), follow_up.clone()],
+            bot
+        ));
+        assert!(replied_of(
+            &[
+                asked.clone(),
+                answered.clone(),
+                follow_up.clone(),
+                answered_again
+            ],
+            bot
+        ));
+        // Without the bot's login nobody can be told apart: the store's flag stands.
+        assert!(replied_of(&[asked.clone(), answered, follow_up], None));
+        // Not answered at all stays unanswered, whoever wrote.
+        assert!(!threads(&[asked], &HashSet::new(), bot, None)[0].replied);
+    }
 }
