@@ -49,14 +49,24 @@ struct World {
 impl World {
     /// `None` (after saying why) when the pinned CLI is not installed and not required.
     async fn start(script: Script, test_script: &str) -> Option<Self> {
+        Self::start_with(script, |_| test_script.to_owned()).await
+    }
+
+    /// [`World::start`] with a `test.sh` written once the simulator is up (it
+    /// may act on the simulator as a person does, while the review runs).
+    async fn start_with(
+        script: Script,
+        test_script: impl FnOnce(&GithubSim) -> String,
+    ) -> Option<Self> {
         review_testkit::tools::claude_for_test()?;
         let sim = GithubSim::start().expect("the simulator starts");
         let bot = sim.user(BOT);
+        let test_script = test_script(&sim);
         let repo = sim
             .repo("acme/widgets")
             .file("README.md", README)
             .file("build.sh", "echo building\n")
-            .file("test.sh", test_script)
+            .file("test.sh", &test_script)
             .file("src/lib.rs", &library(false))
             .create()
             .expect("the repository is created");
@@ -365,6 +375,95 @@ async fn a_clean_pull_request_gets_an_lgtm_review_and_goes_to_a_human() {
     assert!(world.pull.review_comments().unwrap().is_empty());
     assert_eq!(world.labels(), ["human-review-needed"]);
     assert!(stderr(&output).contains("LGTM"), "{}", stderr(&output));
+}
+
+/// A person's decision while the review runs wins (issue 25 items 3 and 4):
+/// the pull request's own test script acts through the simulator's API as
+/// its author — a stop label, closing it, a push — after the review read the
+/// pull request and before it posts. Each time nothing is written: no review,
+/// no reply, no label change, and the run says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_person_does_while_the_review_runs_wins_and_nothing_is_posted() {
+    /// A name, the `test.sh` given the API's URL and the person's token, and
+    /// what the run must say.
+    type Case = (&'static str, fn(&str, &str) -> String, &'static str);
+    let cases: [Case; 3] = [
+        (
+            "a stop label",
+            |api, person| {
+                format!(
+                    "curl -sf -X POST -H 'Authorization: token {person}' \
+                     -H 'Content-Type: application/json' {api}/repos/acme/widgets/issues/1/labels \
+                     -d '{{\"labels\": [\"bot-human-intervention\"]}}' >/dev/null\necho ok\n"
+                )
+            },
+            "labelled it `bot-human-intervention`",
+        ),
+        (
+            "closing it",
+            |api, person| {
+                format!(
+                    "curl -sf -X PATCH -H 'Authorization: token {person}' \
+                     -H 'Content-Type: application/json' {api}/repos/acme/widgets/pulls/1 \
+                     -d '{{\"state\": \"closed\"}}' >/dev/null\necho ok\n"
+                )
+            },
+            "was closed while",
+        ),
+        (
+            "a push",
+            |api, person| {
+                let host = api.trim_start_matches("http://");
+                format!(
+                    "set -e\nclone=\"$HOME/person-clone\"\n\
+                     git clone -q -b feature http://octocat:{person}@{host}/acme/widgets.git \"$clone\"\n\
+                     git -C \"$clone\" -c user.name=octocat -c user.email=octocat@example.com \
+                     commit -q --allow-empty -m 'another change'\n\
+                     git -C \"$clone\" push -q origin feature\necho ok\n"
+                )
+            },
+            "superseded",
+        ),
+    ];
+    for (case, test_script, said) in cases {
+        let Some(world) = World::start_with(findings_script(), |sim| {
+            test_script(sim.api_url(), &sim.user("octocat").token)
+        })
+        .await
+        else {
+            return;
+        };
+        assert_eq!(world.pull.number(), 1);
+        let head = world.pull.head_sha().unwrap();
+        let output = world.review(&[]).await;
+        let log = stderr(&output);
+        assert!(output.status.success(), "{case}: {log}");
+        assert!(log.contains("nothing was posted"), "{case}: {log}");
+        assert!(log.contains(said), "{case}: {log}");
+        assert_eq!(world.bot_reviews(), 0, "{case}: {log}");
+        assert!(world.pull.review_comments().unwrap().is_empty(), "{case}");
+        assert!(
+            world
+                .pull
+                .issue_comments()
+                .unwrap()
+                .iter()
+                .all(|comment| comment.user != BOT),
+            "{case}: the bot commented"
+        );
+        match case {
+            "a stop label" => assert_eq!(
+                world.labels(),
+                ["bot-human-intervention", "bot-review-needed"],
+                "{case}: the bot changed a label"
+            ),
+            "a push" => {
+                assert_ne!(world.pull.head_sha().unwrap(), head, "{case}: no push");
+                assert_eq!(world.labels(), ["bot-review-needed"], "{case}");
+            }
+            _ => assert_eq!(world.labels(), ["bot-review-needed"], "{case}"),
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

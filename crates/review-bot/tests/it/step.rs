@@ -38,13 +38,20 @@ struct World {
 
 impl World {
     fn new(label: &str, test_script: &str) -> Self {
+        Self::new_with(label, |_| test_script.to_owned())
+    }
+
+    /// [`World::new`] with a `test.sh` written once the simulator is up (it may
+    /// act on the simulator as a person does, while a step runs).
+    fn new_with(label: &str, test_script: impl FnOnce(&GithubSim) -> String) -> Self {
         let sim = GithubSim::start().expect("the simulator starts");
         let bot = sim.user(BOT);
+        let test_script = test_script(&sim);
         let repo = sim
             .repo("acme/widgets")
             .file("README.md", README)
             .file("build.sh", "echo building\n")
-            .file("test.sh", test_script)
+            .file("test.sh", &test_script)
             .file("src/lib.rs", &library(ORIGINAL))
             .create()
             .expect("the repository is created");
@@ -587,6 +594,46 @@ async fn with_a_token_and_no_bot_login_the_bot_asks_who_it_is_and_counts_cycles(
         "the model was asked"
     );
     assert_eq!(world.sim.requests_for("users/get-authenticated").len(), 1);
+}
+
+/// Issue 25 item 3: a person handing the pull request to a human while the
+/// fix runs (here from the build the fix triggers, through the API, as its
+/// author) wins: nothing is pushed, replied or relabelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_label_added_while_the_fix_runs_wins_and_nothing_is_pushed() {
+    let mut world = World::new_with("bot-changes-needed", |sim| {
+        format!(
+            "curl -sf -X POST -H 'Authorization: token {}' -H 'Content-Type: application/json' \
+             {}/repos/acme/widgets/issues/1/labels -d '{{\"labels\": [\"bot-human-intervention\"]}}' \
+             >/dev/null\necho tests pass\n",
+            sim.user("octocat").token,
+            sim.api_url()
+        )
+    });
+    let finding = world.bot_review("`five` returns 6: rename it.");
+    if !world.start_model(Script::new(fix_turns(finding))).await {
+        return;
+    }
+    let before = world.pull.head_sha().unwrap();
+    let output = world.step().await;
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert!(log.contains("nothing was pushed"), "{log}");
+    assert!(log.contains("bot-human-intervention"), "{log}");
+    assert_eq!(world.pull.head_sha().unwrap(), before, "{log}");
+    assert_eq!(
+        world.labels(),
+        ["bot-changes-needed", "bot-human-intervention"],
+        "{log}"
+    );
+    let replies: Vec<_> = world
+        .pull
+        .review_comments()
+        .unwrap()
+        .into_iter()
+        .filter(|comment| comment.in_reply_to.is_some())
+        .collect();
+    assert!(replies.is_empty(), "{replies:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -431,6 +431,22 @@ impl Job<'_> {
             ));
             return Err(self.fail(error, run_id).await);
         }
+        if !self.summary.resumed {
+            match self.decided_meanwhile(&plan).await {
+                Ok(None) => {}
+                Ok(Some(reason)) => {
+                    if let Some(run_id) = run_id
+                        && let Err(error) =
+                            self.reviewer.store.finish_run(run_id, "withdrawn").await
+                    {
+                        tracing::warn!(%error, "could not record the run as withdrawn");
+                    }
+                    self.progress.note(format!("nothing was posted: {reason}"));
+                    return Ok(ReviewReport::NothingToDo { reason });
+                }
+                Err(error) => return Err(self.fail(error, run_id).await),
+            }
+        }
         self.posting = true;
         match post::execute(self, &plan).await {
             Ok(()) => {}
@@ -448,6 +464,53 @@ impl Job<'_> {
             tracing::warn!(%error, "the review was posted but its run could not be marked finished");
         }
         Ok(ReviewReport::Completed(self.summary.clone()))
+    }
+
+    /// Right before the review's first write (issue 25 items 3 and 4): the pull
+    /// request read again — one request, conditional — and what a person did
+    /// while the review ran wins. Closed or merged, a new head (the review is
+    /// superseded: the next step reviews the new head), the trigger label
+    /// removed, or a label handing it to a human added: `Some(why)`, and
+    /// nothing is written.
+    async fn decided_meanwhile(&self, plan: &ReviewPlan) -> Result<Option<String>, ReviewError> {
+        let now = self
+            .reviewer
+            .github
+            .get_pull_request(&self.request.repository, self.request.number)
+            .await?;
+        if now.merged || now.state != PullRequestState::Open {
+            return Ok(Some(format!(
+                "the pull request was {} while it was being reviewed",
+                if now.merged { "merged" } else { "closed" }
+            )));
+        }
+        if now.head_sha != plan.head_sha {
+            return Ok(Some(format!(
+                "the pull request's head moved to {} while {} was being reviewed; this review is \
+                 superseded and the next step reviews the new head",
+                short_sha(&now.head_sha),
+                short_sha(&plan.head_sha)
+            )));
+        }
+        let managed = review_core::labels::managed_labels(&now.labels);
+        if let Some(terminal) = managed.iter().find(|label| {
+            matches!(
+                label,
+                review_core::labels::Label::BotHumanIntervention
+                    | review_core::labels::Label::HumanReviewNeeded
+            )
+        }) {
+            return Ok(Some(format!(
+                "someone labelled it `{}` while it was being reviewed, and a person's decision wins",
+                terminal.name()
+            )));
+        }
+        if !managed.contains(&review_core::labels::Label::BotReviewNeeded) {
+            return Ok(Some(
+                "the `bot-review-needed` label was removed while it was being reviewed".to_owned(),
+            ));
+        }
+        Ok(None)
     }
 
     /// The plan: the one an earlier run of this review saved, or a new one.

@@ -56,7 +56,7 @@ use review_core::build_commands::Discovery;
 use review_core::footer::{self, Footer, ReviewId, ThreadId};
 use review_core::labels::Outcome;
 use review_core::snapshot::{CommentLookup, PullRequestSnapshot};
-use review_github::{GitHubError, PullRequest, RepositoryName};
+use review_github::{GitHubError, PullRequest, PullRequestState, RepositoryName};
 use review_mcp::github_snapshot::{GitHubPullRequest, snapshot_from_github};
 use review_store::{CommentId, JobKind, NewRun, StoreError};
 use uuid::Uuid;
@@ -119,6 +119,13 @@ pub enum WriteOutcome {
         /// What git or GitHub said.
         reason: String,
     },
+    /// A person decided while the bot worked (closed the pull request,
+    /// removed `bot-changes-needed`, or handed it to a human): nothing pushed,
+    /// posted or relabelled (issue 25 item 3).
+    Withdrawn {
+        /// What the person did.
+        reason: String,
+    },
     /// Nothing to push (no change, failed build, unresolved conflicts): an
     /// error comment, label kept.
     NotFixed {
@@ -178,6 +185,9 @@ impl WriteSummary {
             ),
             Some(WriteOutcome::HeadMoved { reason }) => {
                 format!("head moved, nothing pushed ({reason})")
+            }
+            Some(WriteOutcome::Withdrawn { reason }) => {
+                format!("nothing pushed: {reason}")
             }
             Some(WriteOutcome::NotFixed { why }) => format!("not fixed: {why}"),
             None => "not fixed".to_owned(),
@@ -429,6 +439,7 @@ impl Job<'_> {
                 let outcome = match &self.summary.outcome {
                     Some(WriteOutcome::Pushed) => "pushed",
                     Some(WriteOutcome::HeadMoved { .. }) => "head-moved",
+                    Some(WriteOutcome::Withdrawn { .. }) => "withdrawn",
                     _ => "not-fixed",
                 };
                 if let Err(error) = self.reviewer.store.finish_run(run_id, outcome).await {
@@ -934,6 +945,12 @@ impl Job<'_> {
             });
             return Ok(());
         }
+        if let Some(reason) = person_decided(&now) {
+            step.failed(reason.clone());
+            self.progress.note(format!("nothing was pushed: {reason}"));
+            self.summary.outcome = Some(WriteOutcome::Withdrawn { reason });
+            return Ok(());
+        }
         let pushed_dir = pushed_directory(&reviewer.settings.work_dir, &self.request.repository);
         plan.save(&pushed_dir).map_err(|error| {
             WriteError::Prepare(format!("could not save the push plan: {error}"))
@@ -1241,4 +1258,31 @@ fn commit_message(summary: &str) -> String {
     } else {
         format!("Address review comments\n\n{cleaned}\n")
     }
+}
+
+/// What a person did to the pull request (read again right before the push)
+/// that the fix must not override (issue 25 item 3): closed or merged it,
+/// took `bot-changes-needed` off, or handed it to a human.
+fn person_decided(now: &PullRequest) -> Option<String> {
+    use review_core::labels::{Label, managed_labels};
+    if now.merged || now.state != PullRequestState::Open {
+        return Some(format!(
+            "the pull request was {} while the bot worked",
+            if now.merged { "merged" } else { "closed" }
+        ));
+    }
+    let managed = managed_labels(&now.labels);
+    if let Some(terminal) = managed.iter().find(|label| {
+        matches!(
+            label,
+            Label::BotHumanIntervention | Label::HumanReviewNeeded
+        )
+    }) {
+        return Some(format!(
+            "someone labelled it `{}` while the bot worked, and a person's decision wins",
+            terminal.name()
+        ));
+    }
+    (!managed.contains(&Label::BotChangesNeeded))
+        .then(|| "the `bot-changes-needed` label was removed while the bot worked".to_owned())
 }
