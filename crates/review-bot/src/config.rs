@@ -1295,6 +1295,141 @@ mod tests {
     }
 
     #[test]
+    fn sandbox_keys_refuse_credentials_and_bad_paths_and_say_what_to_do() {
+        let token = "ghp_0123456789abcdef";
+        let environment = |name: &str| match name {
+            "LEAKY" => Some(format!("https://x-access-token:{token}@github.com")),
+            "JAVA_TOOL_OPTIONS" => Some("-Xmx1g".to_owned()),
+            _ => None,
+        };
+        let check = |sandbox: &SandboxConfig| {
+            let mut config = Config::default();
+            config.github.token = Some(SecretString::from(token));
+            config.sandbox = sandbox.clone();
+            config
+                .check_sandbox(environment)
+                .map_err(|error| format!("{error:#}"))
+        };
+        let existing = tempfile::tempdir().unwrap();
+        let mut good = SandboxConfig {
+            readable_paths: vec![existing.path().to_owned()],
+            pass_environment: vec!["JAVA_TOOL_OPTIONS".to_owned(), "UNSET_HERE".to_owned()],
+            ..SandboxConfig::default()
+        };
+        good.environment
+            .insert("GOFLAGS".to_owned(), "-mod=mod".to_owned());
+        check(&good).unwrap();
+
+        let refused = |change: &dyn Fn(&mut SandboxConfig), expected: &str| {
+            let mut sandbox = good.clone();
+            change(&mut sandbox);
+            let error = check(&sandbox).unwrap_err();
+            assert!(error.contains(expected), "{error}");
+            assert!(!error.contains(token), "{error}");
+        };
+        refused(
+            &|sandbox| sandbox.pass_environment.push("GITHUB_TOKEN".to_owned()),
+            "`GITHUB_TOKEN` is a credential",
+        );
+        refused(
+            &|sandbox| sandbox.pass_environment.push("REVIEW_BOT_GITHUB_TOKEN".to_owned()),
+            "is a credential",
+        );
+        refused(
+            &|sandbox| sandbox.pass_environment.push("LEAKY".to_owned()),
+            "`LEAKY` holds the bot's GitHub token",
+        );
+        refused(
+            &|sandbox| sandbox.pass_environment.push("A B".to_owned()),
+            "is not a variable name",
+        );
+        refused(
+            &|sandbox| {
+                sandbox
+                    .environment
+                    .insert("NPM_TOKEN".to_owned(), format!("{token}!"));
+            },
+            "the value of `NPM_TOKEN` contains",
+        );
+        refused(
+            &|sandbox| {
+                sandbox
+                    .environment
+                    .insert("HOME".to_owned(), "/root".to_owned());
+            },
+            "set by the build gate",
+        );
+        refused(
+            &|sandbox| sandbox.readable_paths.push(PathBuf::from("opt/tools")),
+            "`opt/tools` is not an absolute path",
+        );
+        refused(
+            &|sandbox| {
+                sandbox
+                    .readable_paths
+                    .push(existing.path().join("missing"));
+            },
+            "does not exist",
+        );
+        refused(
+            &|sandbox| sandbox.readable_paths.push(PathBuf::from("/")),
+            "the whole machine",
+        );
+    }
+
+    #[test]
+    fn an_unknown_sandbox_variable_is_an_error_naming_the_known_ones() {
+        let error = check_unknown_variables(
+            ["REVIEW_BOT_SANDBOX_READABLE_PATH".to_owned()].into_iter(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("REVIEW_BOT_SANDBOX_READABLE_PATH is not a configuration key"),
+            "{error}"
+        );
+        assert!(error.contains("REVIEW_BOT_SANDBOX_READABLE_PATHS"), "{error}");
+        check_unknown_variables(
+            [
+                "REVIEW_BOT_SANDBOX_PASS_ENVIRONMENT".to_owned(),
+                "REVIEW_BOT_SANDBOX_ENVIRONMENT".to_owned(),
+            ]
+            .into_iter(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_build_gate_gets_the_caches_and_the_variables() {
+        let mut config = Config {
+            work_dir: Some(PathBuf::from("/work")),
+            ..Config::default()
+        };
+        config
+            .sandbox
+            .environment
+            .insert("GOFLAGS".to_owned(), "-mod=mod".to_owned());
+        config.sandbox.pass_environment = vec!["PATH".to_owned()];
+        let settings = config.build_gate_settings(
+            review_pipeline::build_gate::BuildGateSettings::new(std::time::Duration::from_secs(1)),
+        );
+        assert_eq!(settings.caches, Some(PathBuf::from("/work/caches")));
+        assert!(!settings.shared_home);
+        assert_eq!(
+            settings.environment,
+            [
+                ("PATH".to_owned(), std::env::var_os("PATH").unwrap()),
+                ("GOFLAGS".to_owned(), "-mod=mod".into())
+            ]
+        );
+        config.sandbox.dependency_caches = false;
+        let settings = config.build_gate_settings(
+            review_pipeline::build_gate::BuildGateSettings::new(std::time::Duration::from_secs(1)),
+        );
+        assert_eq!(settings.caches, None);
+    }
+
+    #[test]
     fn passwords_are_redacted_from_urls() {
         assert_eq!(
             redact_url("postgres://bot:hunter2@db/review"),
