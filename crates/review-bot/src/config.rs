@@ -1332,7 +1332,11 @@ mod tests {
             "`GITHUB_TOKEN` is a credential",
         );
         refused(
-            &|sandbox| sandbox.pass_environment.push("REVIEW_BOT_GITHUB_TOKEN".to_owned()),
+            &|sandbox| {
+                sandbox
+                    .pass_environment
+                    .push("REVIEW_BOT_GITHUB_TOKEN".to_owned())
+            },
             "is a credential",
         );
         refused(
@@ -1365,9 +1369,7 @@ mod tests {
         );
         refused(
             &|sandbox| {
-                sandbox
-                    .readable_paths
-                    .push(existing.path().join("missing"));
+                sandbox.readable_paths.push(existing.path().join("missing"));
             },
             "does not exist",
         );
@@ -1379,16 +1381,18 @@ mod tests {
 
     #[test]
     fn an_unknown_sandbox_variable_is_an_error_naming_the_known_ones() {
-        let error = check_unknown_variables(
-            ["REVIEW_BOT_SANDBOX_READABLE_PATH".to_owned()].into_iter(),
-        )
-        .unwrap_err()
-        .to_string();
+        let error =
+            check_unknown_variables(["REVIEW_BOT_SANDBOX_READABLE_PATH".to_owned()].into_iter())
+                .unwrap_err()
+                .to_string();
         assert!(
             error.contains("REVIEW_BOT_SANDBOX_READABLE_PATH is not a configuration key"),
             "{error}"
         );
-        assert!(error.contains("REVIEW_BOT_SANDBOX_READABLE_PATHS"), "{error}");
+        assert!(
+            error.contains("REVIEW_BOT_SANDBOX_READABLE_PATHS"),
+            "{error}"
+        );
         check_unknown_variables(
             [
                 "REVIEW_BOT_SANDBOX_PASS_ENVIRONMENT".to_owned(),

@@ -240,7 +240,7 @@ pub struct BuildEnvironment {
     /// `TMPDIR`: `RUN/build/tmp`.
     pub temporary: PathBuf,
     /// Writable for the commands besides the worktree: `RUN/build` and the
-    /// repository's caches.
+    /// repository's caches (`home` lies in one of them).
     pub writable: Vec<PathBuf>,
     /// Read-only for the commands: the toolchains' directories.
     pub readable: Vec<PathBuf>,
@@ -569,7 +569,6 @@ pub async fn run_commands(
                 .clone()
                 .with_git_worktree(worktree)?
                 .with_readable_paths(environment.readable.iter().cloned())
-                .with_writable(&environment.home)
                 .with_writable_paths(environment.writable.iter().cloned()),
         ),
         None => None,
