@@ -5,7 +5,7 @@
 //! dependency caches (cargo downloads nothing again; pip too when the index
 //! allows caching), another repository does not see them, and the real
 //! home's other files stay out of reach. Builds
-//! download from crates.io and PyPI. Also [`build_gate::probe`]: a found
+//! download from crates.io and `PyPI`. Also [`build_gate::probe`]: a found
 //! program, a missing one, one that does not start.
 //!
 //! The wall time of each build is printed (`-- --nocapture`).

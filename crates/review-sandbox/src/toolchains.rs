@@ -163,26 +163,27 @@ fn detect(variable: impl Fn(&str) -> Option<OsString>, default_go_root: &Path) -
         found.push(java);
     }
 
-    // The rest of PATH, as the bot sees it; what a toolchain above already
-    // shows (its own `bin`, a pyenv plugin's shims) is not repeated.
+    found.extend(rest_of_path(variable("PATH"), &found));
+    found
+}
+
+/// The directories of `path` (the bot's `PATH`) outside the system that no
+/// toolchain of `found` shows already (its own `bin`, a pyenv plugin's
+/// shims), as the `PATH` toolchain; relative entries are left out.
+fn rest_of_path(path: Option<OsString>, found: &[Toolchain]) -> Option<Toolchain> {
     let mut rest = Toolchain::new("PATH");
-    if let Some(path) = variable("PATH") {
-        for entry in std::env::split_paths(&path) {
-            let system = SYSTEM_PATHS.iter().any(|system| entry.starts_with(system));
-            let shown = found
-                .iter()
-                .flat_map(|toolchain| &toolchain.readable)
-                .chain(&rest.readable)
-                .any(|readable| entry.starts_with(readable));
-            if entry.is_absolute() && entry.is_dir() && !system && !shown {
-                rest.readable.push(entry);
-            }
+    for entry in std::env::split_paths(&path?) {
+        let system = SYSTEM_PATHS.iter().any(|system| entry.starts_with(system));
+        let shown = found
+            .iter()
+            .flat_map(|toolchain| &toolchain.readable)
+            .chain(&rest.readable)
+            .any(|readable| entry.starts_with(readable));
+        if entry.is_absolute() && entry.is_dir() && !system && !shown {
+            rest.readable.push(entry);
         }
     }
-    if !rest.readable.is_empty() {
-        found.push(rest);
-    }
-    found
+    (!rest.readable.is_empty()).then_some(rest)
 }
 
 /// The node installation nvm would use: `NVM_BIN`'s when it lies under
