@@ -775,12 +775,11 @@ impl Config {
     /// [`SandboxConfig::check`] against the configured GitHub token and App
     /// key and the model key in `variable` (review-bot's environment).
     fn check_sandbox(&self, variable: impl Fn(&str) -> Option<String>) -> anyhow::Result<()> {
-        use secrecy::ExposeSecret as _;
         let api_key = variable("ANTHROPIC_API_KEY");
         let mut secrets: Vec<&str> = [&self.github.token, &self.github.app_private_key]
             .into_iter()
             .flatten()
-            .map(|secret| secret.expose_secret())
+            .map(secrecy::ExposeSecret::expose_secret)
             .collect();
         secrets.extend(api_key.as_deref());
         self.sandbox
@@ -1328,23 +1327,29 @@ mod tests {
             assert!(!error.contains(token), "{error}");
         };
         refused(
-            &|sandbox| sandbox.pass_environment.push("GITHUB_TOKEN".to_owned()),
+            &|sandbox| {
+                sandbox.pass_environment.push("GITHUB_TOKEN".to_owned());
+            },
             "`GITHUB_TOKEN` is a credential",
         );
         refused(
             &|sandbox| {
                 sandbox
                     .pass_environment
-                    .push("REVIEW_BOT_GITHUB_TOKEN".to_owned())
+                    .push("REVIEW_BOT_GITHUB_TOKEN".to_owned());
             },
             "is a credential",
         );
         refused(
-            &|sandbox| sandbox.pass_environment.push("LEAKY".to_owned()),
+            &|sandbox| {
+                sandbox.pass_environment.push("LEAKY".to_owned());
+            },
             "`LEAKY` holds the bot's GitHub token",
         );
         refused(
-            &|sandbox| sandbox.pass_environment.push("A B".to_owned()),
+            &|sandbox| {
+                sandbox.pass_environment.push("A B".to_owned());
+            },
             "is not a variable name",
         );
         refused(
@@ -1364,7 +1369,9 @@ mod tests {
             "set by the build gate",
         );
         refused(
-            &|sandbox| sandbox.readable_paths.push(PathBuf::from("opt/tools")),
+            &|sandbox| {
+                sandbox.readable_paths.push(PathBuf::from("opt/tools"));
+            },
             "`opt/tools` is not an absolute path",
         );
         refused(
@@ -1374,7 +1381,9 @@ mod tests {
             "does not exist",
         );
         refused(
-            &|sandbox| sandbox.readable_paths.push(PathBuf::from("/")),
+            &|sandbox| {
+                sandbox.readable_paths.push(PathBuf::from("/"));
+            },
             "the whole machine",
         );
     }
