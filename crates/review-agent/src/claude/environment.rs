@@ -329,8 +329,15 @@ mod tests {
                 "{expected} missing from {names:?}"
             );
         }
+        // The detected toolchains' variables (`PYENV_ROOT`, …) are expected too.
+        let toolchain_variables: Vec<String> = review_sandbox::detect_toolchains()
+            .into_iter()
+            .flat_map(|toolchain| toolchain.variables)
+            .map(|(name, _)| name)
+            .collect();
         assert!(names.iter().all(|name| {
             DEFAULT_INHERITED.contains(name)
+                || toolchain_variables.iter().any(|variable| variable == name)
                 || name.starts_with("CLAUDE_")
                 || name.starts_with("ANTHROPIC_")
                 || [
