@@ -138,6 +138,19 @@ pub const KEYS: &[Key] = &[
     key("sandbox.mode", "one of \"required\", \"off\""),
     key("sandbox.build_network", "true or false"),
     key("sandbox.shared_caches", "true or false"),
+    key("sandbox.dependency_caches", "true or false"),
+    key(
+        "sandbox.readable_paths",
+        "a list of absolute paths such as [\"/opt/toolchains\"]",
+    ),
+    key(
+        "sandbox.pass_environment",
+        "a list of variable names such as [\"JAVA_TOOL_OPTIONS\"]",
+    ),
+    key(
+        "sandbox.environment",
+        "a table of variables such as { GOFLAGS = \"-mod=mod\" }",
+    ),
     key(
         "daemon.repositories",
         "a list of \"OWNER/REPO\" and \"OWNER\" such as [\"octo/widgets\", \"acme\"]",
@@ -442,9 +455,23 @@ pub struct SandboxConfig {
     pub mode: SandboxMode,
     /// Whether builds and tests may use the network (to fetch dependencies).
     pub build_network: bool,
-    /// Whether a repository's builds share one `HOME` (dependency caches)
-    /// across jobs, under `work_dir/caches`. Off: a fresh one per job.
+    /// Whether a repository's builds share their whole `HOME` across jobs,
+    /// under `work_dir/caches/OWNER/REPO/home` (implies
+    /// `dependency_caches`). Off: a fresh one per job.
     pub shared_caches: bool,
+    /// Whether each repository keeps writable dependency caches (cargo,
+    /// npm, pip, Go, `XDG_CACHE_HOME`) under `work_dir/caches/OWNER/REPO`,
+    /// so its second build does not download again.
+    pub dependency_caches: bool,
+    /// Directories or files shown read-only to builds and agents, besides
+    /// the detected toolchains.
+    #[serde(deserialize_with = "paths_or_commas")]
+    pub readable_paths: Vec<PathBuf>,
+    /// Variables copied from review-bot's environment into every build's.
+    #[serde(deserialize_with = "list_or_commas")]
+    pub pass_environment: Vec<String>,
+    /// Variables set in every build's environment (they win over all others).
+    pub environment: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for SandboxConfig {
@@ -453,8 +480,124 @@ impl Default for SandboxConfig {
             mode: SandboxMode::Required,
             build_network: true,
             shared_caches: false,
+            dependency_caches: true,
+            readable_paths: Vec::new(),
+            pass_environment: Vec::new(),
+            environment: std::collections::BTreeMap::new(),
         }
     }
+}
+
+/// Variables never given to a build, whatever the configuration says: the
+/// GitHub credentials and the model's keys.
+const CREDENTIAL_VARIABLES: &[&str] = &[
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+];
+
+/// Variables the gate sets per job, which configuration cannot replace.
+const JOB_VARIABLES: &[&str] = &["HOME", "TMPDIR"];
+
+impl SandboxConfig {
+    /// Checks `readable_paths`, `pass_environment` and `environment`: paths
+    /// absolute and existing, names well formed, no GitHub credential or
+    /// model key passed by name or by value (`secrets`: the configured
+    /// token and keys; `variable` looks up review-bot's environment).
+    pub fn check(
+        &self,
+        secrets: &[&str],
+        variable: impl Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<()> {
+        for path in &self.readable_paths {
+            if !path.is_absolute() {
+                bail!(
+                    "sandbox.readable_paths: `{}` is not an absolute path; write it from `/`",
+                    path.display()
+                );
+            }
+            if path.parent().is_none() {
+                bail!(
+                    "sandbox.readable_paths: `/` would show the whole machine to pull-request \
+                     code; name the toolchain's own directory"
+                );
+            }
+            if !path.exists() {
+                bail!(
+                    "sandbox.readable_paths: `{}` does not exist; install what it is for, or \
+                     remove it from the list",
+                    path.display()
+                );
+            }
+        }
+        let secret_in = |value: &str| {
+            secrets
+                .iter()
+                .any(|secret| secret.len() >= 8 && value.contains(secret))
+        };
+        let check_name = |key: &str, name: &str| -> anyhow::Result<()> {
+            let well_formed = name
+                .chars()
+                .next()
+                .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+                && name
+                    .chars()
+                    .all(|character| character.is_ascii_alphanumeric() || character == '_');
+            if !well_formed {
+                bail!(
+                    "{key}: `{name}` is not a variable name (letters, digits and `_`, not \
+                     starting with a digit)"
+                );
+            }
+            if CREDENTIAL_VARIABLES.contains(&name) || name.starts_with(ENV_PREFIX) {
+                bail!(
+                    "{key}: `{name}` is a credential of the bot's; pull-request code must never \
+                     get it. Remove it (a build that needs a token of its own should get a \
+                     read-only one under another name)"
+                );
+            }
+            if JOB_VARIABLES.contains(&name) {
+                bail!(
+                    "{key}: `{name}` is set by the build gate for each job; remove it \
+                     (sandbox.shared_caches keeps HOME per repository)"
+                );
+            }
+            Ok(())
+        };
+        for name in &self.pass_environment {
+            check_name("sandbox.pass_environment", name)?;
+            if variable(name).is_some_and(|value| secret_in(&value)) {
+                bail!(
+                    "sandbox.pass_environment: `{name}` holds the bot's GitHub token or model \
+                     key in review-bot's environment; remove it from the list"
+                );
+            }
+        }
+        for (name, value) in &self.environment {
+            check_name("sandbox.environment", name)?;
+            if secret_in(value) {
+                bail!(
+                    "sandbox.environment: the value of `{name}` contains the bot's GitHub token \
+                     or model key; remove it"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A list of paths, or one string of comma-separated paths.
+fn paths_or_commas<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<PathBuf>, D::Error> {
+    Ok(list_or_commas(deserializer)?
+        .into_iter()
+        .map(PathBuf::from)
+        .collect())
 }
 
 /// `[daemon]`: what `review-bot run` watches and how it schedules.
@@ -532,21 +675,46 @@ impl Config {
         Ok(cache.join("review-bot"))
     }
 
-    /// Where the builds' shared homes live, with `sandbox.shared_caches`.
-    pub fn shared_caches(&self) -> Option<PathBuf> {
-        if !self.sandbox.shared_caches {
+    /// Where the repositories' build caches live (`work_dir/caches`), with
+    /// `sandbox.dependency_caches` or `sandbox.shared_caches`.
+    pub fn build_caches(&self) -> Option<PathBuf> {
+        if !self.sandbox.dependency_caches && !self.sandbox.shared_caches {
             return None;
         }
         self.work_dir().ok().map(|work_dir| work_dir.join("caches"))
     }
 
+    /// `settings` with what `[sandbox]` says of the builds' environment: the
+    /// confinement, the caches (`sandbox.dependency_caches`,
+    /// `sandbox.shared_caches`) and the variables (`sandbox.pass_environment`
+    /// from review-bot's environment, then `sandbox.environment`).
+    #[must_use]
+    pub fn build_gate_settings(
+        &self,
+        mut settings: review_pipeline::build_gate::BuildGateSettings,
+    ) -> review_pipeline::build_gate::BuildGateSettings {
+        settings.confinement = self.build_confinement();
+        settings.caches = self.build_caches();
+        settings.shared_home = self.sandbox.shared_caches;
+        for name in &self.sandbox.pass_environment {
+            if let Some(value) = std::env::var_os(name) {
+                settings.environment.push((name.clone(), value));
+            }
+        }
+        for (name, value) in &self.sandbox.environment {
+            settings.environment.push((name.clone(), value.into()));
+        }
+        settings
+    }
+
     /// The confinement of the build and test gate, per `[sandbox]`; the gate
-    /// adds the job's worktree and build directory itself.
+    /// adds the job's worktree, build directory, caches and the detected
+    /// toolchains itself.
     pub fn build_confinement(&self) -> Option<review_sandbox::Confinement> {
         (self.sandbox.mode == SandboxMode::Required).then(|| {
             self.hide_own_files(
                 review_sandbox::Confinement::new()
-                    .with_readable_paths(review_sandbox::toolchain_directories())
+                    .with_readable_paths(self.sandbox.readable_paths.iter().cloned())
                     .with_network(self.sandbox.build_network),
             )
         })
@@ -573,7 +741,8 @@ impl Config {
             );
         }
         let mut confinement = review_sandbox::Confinement::new()
-            .with_readable_paths(review_sandbox::toolchain_directories());
+            .with_readable_paths(review_sandbox::toolchain_directories())
+            .with_readable_paths(self.sandbox.readable_paths.iter().cloned());
         if let Some(install) = install_directory(claude_executable) {
             confinement = confinement.with_readable(install);
         }
@@ -601,6 +770,21 @@ impl Config {
             confinement = confinement.with_hidden(work_dir.join("mirrors"));
         }
         confinement
+    }
+
+    /// [`SandboxConfig::check`] against the configured GitHub token and App
+    /// key and the model key in `variable` (review-bot's environment).
+    fn check_sandbox(&self, variable: impl Fn(&str) -> Option<String>) -> anyhow::Result<()> {
+        let api_key = variable("ANTHROPIC_API_KEY");
+        let mut secrets: Vec<&str> = [&self.github.token, &self.github.app_private_key]
+            .into_iter()
+            .flatten()
+            .map(secrecy::ExposeSecret::expose_secret)
+            .collect();
+        secrets.extend(api_key.as_deref());
+        self.sandbox
+            .check(&secrets, variable)
+            .context("in the [sandbox] configuration (REVIEW_BOT_SANDBOX_… variables or the file)")
     }
 
     /// The database URL: `store.database_url`, else the per-user SQLite file.
@@ -793,6 +977,7 @@ pub fn load(explicit: Option<&Path>) -> anyhow::Result<Loaded> {
     let mut config: Config = figment
         .extract()
         .map_err(|error| anyhow::anyhow!(describe_environment_error(error)))?;
+    config.check_sandbox(|name| std::env::var(name).ok())?;
     config.source_file = file.as_ref().and_then(|file| file.canonicalize().ok());
     Ok(Loaded {
         config,
@@ -827,7 +1012,9 @@ fn merge_environment(mut figment: Figment) -> Figment {
 /// A `REVIEW_BOT_<TABLE>_…` variable that is no key is a typo: say so
 /// rather than ignore it.
 fn check_unknown_variables(names: impl Iterator<Item = String>) -> anyhow::Result<()> {
-    const TABLES: &[&str] = &["GITHUB", "AGENT", "STORE", "REVIEW", "GIT", "DAEMON"];
+    const TABLES: &[&str] = &[
+        "GITHUB", "AGENT", "STORE", "REVIEW", "GIT", "DAEMON", "SANDBOX",
+    ];
     for name in names {
         let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
             continue;
@@ -1104,6 +1291,155 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("expected a whole number"), "{message}");
+    }
+
+    #[test]
+    fn sandbox_keys_refuse_credentials_and_bad_paths_and_say_what_to_do() {
+        let token = "ghp_0123456789abcdef";
+        let environment = |name: &str| match name {
+            "LEAKY" => Some(format!("https://x-access-token:{token}@github.com")),
+            "JAVA_TOOL_OPTIONS" => Some("-Xmx1g".to_owned()),
+            _ => None,
+        };
+        let check = |sandbox: &SandboxConfig| {
+            let mut config = Config::default();
+            config.github.token = Some(SecretString::from(token));
+            config.sandbox = sandbox.clone();
+            config
+                .check_sandbox(environment)
+                .map_err(|error| format!("{error:#}"))
+        };
+        let existing = tempfile::tempdir().unwrap();
+        let mut good = SandboxConfig {
+            readable_paths: vec![existing.path().to_owned()],
+            pass_environment: vec!["JAVA_TOOL_OPTIONS".to_owned(), "UNSET_HERE".to_owned()],
+            ..SandboxConfig::default()
+        };
+        good.environment
+            .insert("GOFLAGS".to_owned(), "-mod=mod".to_owned());
+        check(&good).unwrap();
+
+        let refused = |change: &dyn Fn(&mut SandboxConfig), expected: &str| {
+            let mut sandbox = good.clone();
+            change(&mut sandbox);
+            let error = check(&sandbox).unwrap_err();
+            assert!(error.contains(expected), "{error}");
+            assert!(!error.contains(token), "{error}");
+        };
+        refused(
+            &|sandbox| {
+                sandbox.pass_environment.push("GITHUB_TOKEN".to_owned());
+            },
+            "`GITHUB_TOKEN` is a credential",
+        );
+        refused(
+            &|sandbox| {
+                sandbox
+                    .pass_environment
+                    .push("REVIEW_BOT_GITHUB_TOKEN".to_owned());
+            },
+            "is a credential",
+        );
+        refused(
+            &|sandbox| {
+                sandbox.pass_environment.push("LEAKY".to_owned());
+            },
+            "`LEAKY` holds the bot's GitHub token",
+        );
+        refused(
+            &|sandbox| {
+                sandbox.pass_environment.push("A B".to_owned());
+            },
+            "is not a variable name",
+        );
+        refused(
+            &|sandbox| {
+                sandbox
+                    .environment
+                    .insert("NPM_TOKEN".to_owned(), format!("{token}!"));
+            },
+            "the value of `NPM_TOKEN` contains",
+        );
+        refused(
+            &|sandbox| {
+                sandbox
+                    .environment
+                    .insert("HOME".to_owned(), "/root".to_owned());
+            },
+            "set by the build gate",
+        );
+        refused(
+            &|sandbox| {
+                sandbox.readable_paths.push(PathBuf::from("opt/tools"));
+            },
+            "`opt/tools` is not an absolute path",
+        );
+        refused(
+            &|sandbox| {
+                sandbox.readable_paths.push(existing.path().join("missing"));
+            },
+            "does not exist",
+        );
+        refused(
+            &|sandbox| {
+                sandbox.readable_paths.push(PathBuf::from("/"));
+            },
+            "the whole machine",
+        );
+    }
+
+    #[test]
+    fn an_unknown_sandbox_variable_is_an_error_naming_the_known_ones() {
+        let error =
+            check_unknown_variables(["REVIEW_BOT_SANDBOX_READABLE_PATH".to_owned()].into_iter())
+                .unwrap_err()
+                .to_string();
+        assert!(
+            error.contains("REVIEW_BOT_SANDBOX_READABLE_PATH is not a configuration key"),
+            "{error}"
+        );
+        assert!(
+            error.contains("REVIEW_BOT_SANDBOX_READABLE_PATHS"),
+            "{error}"
+        );
+        check_unknown_variables(
+            [
+                "REVIEW_BOT_SANDBOX_PASS_ENVIRONMENT".to_owned(),
+                "REVIEW_BOT_SANDBOX_ENVIRONMENT".to_owned(),
+            ]
+            .into_iter(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_build_gate_gets_the_caches_and_the_variables() {
+        let mut config = Config {
+            work_dir: Some(PathBuf::from("/work")),
+            ..Config::default()
+        };
+        config
+            .sandbox
+            .environment
+            .insert("GOFLAGS".to_owned(), "-mod=mod".to_owned());
+        config.sandbox.pass_environment = vec!["PATH".to_owned()];
+        let settings = config.build_gate_settings(
+            review_pipeline::build_gate::BuildGateSettings::new(std::time::Duration::from_secs(1)),
+        );
+        assert_eq!(settings.caches, Some(PathBuf::from("/work/caches")));
+        assert!(!settings.shared_home);
+        assert_eq!(
+            settings.environment,
+            [
+                ("PATH".to_owned(), std::env::var_os("PATH").unwrap()),
+                ("GOFLAGS".to_owned(), "-mod=mod".into())
+            ]
+        );
+        config.sandbox.dependency_caches = false;
+        let settings = config.build_gate_settings(
+            review_pipeline::build_gate::BuildGateSettings::new(std::time::Duration::from_secs(1)),
+        );
+        assert_eq!(settings.caches, None);
     }
 
     #[test]

@@ -9,10 +9,15 @@
 //! - **contained** by [`review_sandbox`]: a PID namespace (bubblewrap) and a
 //!   process group, so nothing a build starts — a daemon, a `setsid` test
 //!   server — outlives the gate;
-//! - **with a scrubbed environment**: only `PATH`, a private `HOME` and
-//!   `TMPDIR` in the run directory, a UTF-8 locale and `CI=true` (test runners
-//!   then neither watch nor prompt). Never a GitHub credential, never the model
-//!   key: the bot's own environment is not inherited;
+//! - **with a scrubbed environment** ([`build_environment`]): only `PATH`
+//!   (the toolchains' entries first), a private `HOME` and `TMPDIR` in the
+//!   run directory, a UTF-8 locale, `CI=true` (test runners then neither
+//!   watch nor prompt), the variables the detected toolchains need
+//!   (`RUSTUP_HOME`, `PYENV_ROOT`, …; [`review_sandbox::toolchains`]), the
+//!   repository's dependency caches ([`CACHE_VARIABLES`]) and the
+//!   operator's `sandbox.pass_environment` / `sandbox.environment`. Never a
+//!   GitHub credential, never the model key: the bot's own environment is
+//!   not inherited;
 //! - **with standard input `/dev/null`** and standard output and error joined
 //!   into one log file per command in the run directory (0600), of which only
 //!   a bounded tail is held in memory, however much the build prints;
@@ -29,7 +34,9 @@
 //! given toolchains read-only, the worktree and `RUN/build` writable, the
 //! worktree's own repository (the mirror its `.git` file points into)
 //! read-only, a private `/tmp`, and nothing else of the bot's — not its
-//! config file, store, home, processes, nor other jobs' checkouts. Without it
+//! config file, store, home, processes, nor other jobs' checkouts; the
+//! toolchains' own directories are shown read-only (never the rest of the
+//! service user's home) and the repository's caches writable. Without it
 //! (the default until the configuration wires it), only the processes are
 //! held.
 
@@ -44,7 +51,7 @@ use std::time::Duration;
 
 use review_core::build_commands::{self, CommandSet, Discovery, Document, Source};
 use review_core::payload::{code_block, inline_code};
-use review_sandbox::{Confinement, Contained, Containment, SandboxError};
+use review_sandbox::{Confinement, Contained, Containment, SandboxError, Toolchain};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::time::Instant;
 
@@ -80,32 +87,77 @@ pub struct BuildGateSettings {
     pub containment: Containment,
     /// The deadline for all the commands together.
     pub timeout: Duration,
-    /// `PATH` for the commands (where the toolchains are).
+    /// `PATH` for the commands, after the toolchains' own entries.
     pub path: OsString,
     /// What the commands may see, beyond the job's own paths, which the gate
     /// adds (the worktree and `RUN/build` writable, the worktree's repository
-    /// read-only): the toolchains (read-only), paths to mask, and whether
-    /// the network is kept. `None`: not confined (only the processes are
-    /// held).
+    /// read-only, the toolchains and the repository's caches): extra
+    /// read-only paths, paths to mask, and whether the network is kept.
+    /// `None`: not confined (only the processes are held).
     pub confinement: Option<Confinement>,
-    /// Opt-in: a directory under which each repository gets one `HOME` its
-    /// builds share (dependency caches survive from job to job: faster, but a
-    /// hostile pull request can poison what the next build of the same
-    /// repository downloads and runs). `None` (the default): a fresh `HOME`
-    /// per job. Applied by [`BuildGateSettings::for_repository`].
-    pub shared_caches: Option<PathBuf>,
-    /// The shared `HOME` of this job's repository, when `shared_caches` is set
-    /// (made by [`BuildGateSettings::for_repository`]).
-    pub shared_home: Option<PathBuf>,
+    /// The toolchains builds use ([`review_sandbox::detect_toolchains`] by
+    /// default): shown read-only when confined, their `PATH` entries first,
+    /// their variables (`RUSTUP_HOME`, `PYENV_ROOT`, …) set.
+    pub toolchains: Vec<Toolchain>,
+    /// Variables every build gets after the gate's own, the toolchains' and
+    /// the caches' (a later one wins): `sandbox.pass_environment` and
+    /// `sandbox.environment`. Never a credential: the configuration refuses
+    /// those.
+    pub environment: Vec<(String, OsString)>,
+    /// `WORK/caches`: where each repository gets writable dependency caches
+    /// of its own ([`CACHE_VARIABLES`]), so its second build does not
+    /// download again. `None`: no caches kept (each job's tools cache into
+    /// its fresh `HOME`). Applied by [`BuildGateSettings::for_repository`].
+    pub caches: Option<PathBuf>,
+    /// `sandbox.shared_caches`: with [`BuildGateSettings::caches`], the whole
+    /// `HOME` is kept per repository too (`caches/OWNER/REPO/home`), not
+    /// only the dependency caches: faster still, and more for a hostile pull
+    /// request to poison.
+    pub shared_home: bool,
+    /// This job's repository's cache directory, `caches/OWNER/REPO` (set by
+    /// [`BuildGateSettings::for_repository`]).
+    pub repository_caches: Option<PathBuf>,
 }
+
+/// The dependency caches kept per repository: each variable and the
+/// directory of `caches/OWNER/REPO` it points to. `CARGO_HOME` holds
+/// cargo's registry and git checkouts (rustup's `cargo` itself stays in the
+/// real, read-only `~/.cargo/bin`).
+pub const CACHE_VARIABLES: &[(&str, &str)] = &[
+    ("CARGO_HOME", "cargo"),
+    ("npm_config_cache", "npm"),
+    ("PIP_CACHE_DIR", "pip"),
+    ("GOMODCACHE", "go/mod"),
+    ("GOCACHE", "go/build"),
+    ("XDG_CACHE_HOME", "xdg"),
+];
+
+/// What is removed from a repository's `CARGO_HOME` before each job, so
+/// that a pull request cannot steer the next build through it: cargo's
+/// configuration (a `rustc-wrapper`, a registry replacement), installed
+/// binaries, credentials, and the extracted sources and git checkouts, which
+/// cargo does not verify again (it re-extracts them, offline, from the
+/// `.crate` files, whose checksums it does verify, and from its git
+/// databases).
+const CARGO_SCRUBBED: &[&str] = &[
+    "config",
+    "config.toml",
+    "credentials",
+    "credentials.toml",
+    "bin",
+    "env",
+    "registry/src",
+    "git/checkouts",
+];
 
 impl BuildGateSettings {
     /// These settings for a job of `repository` (`owner/name`): with
-    /// `shared_caches`, the builds' `HOME` is `shared_caches/owner/name`.
+    /// [`BuildGateSettings::caches`], its builds use `caches/owner/name`. A
+    /// name that is not `OWNER/REPO` gets no caches.
     #[must_use]
     pub fn for_repository(&self, repository: &str) -> Self {
         let mut settings = self.clone();
-        settings.shared_home = self.shared_caches.as_ref().and_then(|root| {
+        settings.repository_caches = self.caches.as_ref().and_then(|root| {
             let mut parts = repository.split('/');
             match (parts.next(), parts.next(), parts.next()) {
                 (Some(owner), Some(name), None)
@@ -121,23 +173,28 @@ impl BuildGateSettings {
         settings
     }
 
-    /// Bubblewrap containment, the bot's own `PATH`, and `timeout`
-    /// (`review.build_timeout_secs`; [`DEFAULT_TIMEOUT`] by default).
+    /// Bubblewrap containment, the bot's own `PATH` and toolchains, and
+    /// `timeout` (`review.build_timeout_secs`; [`DEFAULT_TIMEOUT`] by
+    /// default); no caches.
     pub fn new(timeout: Duration) -> Self {
         Self {
             containment: Containment::default(),
             timeout,
             path: std::env::var_os("PATH").unwrap_or_else(|| FALLBACK_PATH.into()),
             confinement: None,
-            shared_caches: None,
-            shared_home: None,
+            toolchains: review_sandbox::detect_toolchains(),
+            environment: Vec::new(),
+            caches: None,
+            shared_home: false,
+            repository_caches: None,
         }
     }
 
     /// Set [`BuildGateSettings::confinement`]: `confinement` holds what every
-    /// job's commands may see besides their own paths (toolchains read-only,
-    /// [`Confinement::with_network`]); the gate adds the worktree, its
-    /// repository and `RUN/build` for each run.
+    /// job's commands may see besides their own paths (extra read-only
+    /// paths, [`Confinement::with_network`]); the gate adds the worktree,
+    /// its repository, the toolchains, the caches and `RUN/build` for each
+    /// run.
     #[must_use]
     pub fn with_confinement(mut self, confinement: Confinement) -> Self {
         self.confinement = Some(confinement);
@@ -157,6 +214,170 @@ impl BuildGateSettings {
         self.path = path.into();
         self
     }
+
+    /// Set [`BuildGateSettings::toolchains`].
+    #[must_use]
+    pub fn with_toolchains(mut self, toolchains: Vec<Toolchain>) -> Self {
+        self.toolchains = toolchains;
+        self
+    }
+
+    /// Set [`BuildGateSettings::caches`] (`WORK/caches`).
+    #[must_use]
+    pub fn with_caches(mut self, caches: impl Into<PathBuf>) -> Self {
+        self.caches = Some(caches.into());
+        self
+    }
+}
+
+/// One job's build environment ([`build_environment`]): its directories,
+/// made, and the variables its commands get. Holds the repository's cache
+/// lock (shared) while it lives.
+#[derive(Debug)]
+pub struct BuildEnvironment {
+    /// `HOME`: `RUN/build/home`, or the repository's shared one.
+    pub home: PathBuf,
+    /// `TMPDIR`: `RUN/build/tmp`.
+    pub temporary: PathBuf,
+    /// Writable for the commands besides the worktree: `RUN/build` and the
+    /// repository's caches (`home` lies in one of them).
+    pub writable: Vec<PathBuf>,
+    /// Read-only for the commands: the toolchains' directories.
+    pub readable: Vec<PathBuf>,
+    /// The whole environment (nothing else of the bot's is inherited).
+    pub variables: Vec<(OsString, OsString)>,
+    /// The repository's cache lock, held shared while the job builds.
+    _caches_lock: Option<std::fs::File>,
+}
+
+/// Make one job's build environment under `build_directory` (`RUN/build`):
+///
+/// - `PATH`: the toolchains' entries, then [`BuildGateSettings::path`];
+///   `HOME` and `TMPDIR` private to the job (`HOME` per repository with
+///   [`BuildGateSettings::shared_home`]); a UTF-8 locale; `CI=true`;
+/// - the toolchains' variables (`RUSTUP_HOME`, `PYENV_ROOT`, …);
+/// - with [`BuildGateSettings::repository_caches`], [`CACHE_VARIABLES`]
+///   pointing into it. Before the job, unless another job of the same
+///   repository is building right now, what a pull request could have
+///   planted in `CARGO_HOME` to steer the next build is removed
+///   ([`CARGO_SCRUBBED`]);
+/// - last, [`BuildGateSettings::environment`].
+pub fn build_environment(
+    settings: &BuildGateSettings,
+    build_directory: &Path,
+) -> Result<BuildEnvironment, BuildGateError> {
+    let temporary = build_directory.join("tmp");
+    let mut writable = vec![build_directory.to_owned()];
+    let mut cache_variables: Vec<(OsString, OsString)> = Vec::new();
+    let mut caches_lock = None;
+    let mut home = build_directory.join("home");
+    if let Some(caches) = &settings.repository_caches {
+        create_private_directory(caches)?;
+        caches_lock = Some(lock_caches(caches)?);
+        for (variable, directory) in CACHE_VARIABLES {
+            let directory = caches.join(directory);
+            create_private_directory(&directory)?;
+            cache_variables.push(((*variable).into(), directory.into_os_string()));
+        }
+        if settings.shared_home {
+            home = caches.join("home");
+        }
+        writable.push(caches.clone());
+    }
+    for directory in [build_directory, &home, &temporary] {
+        create_private_directory(directory)?;
+    }
+    let mut variables: Vec<(OsString, OsString)> = vec![
+        (
+            "PATH".into(),
+            review_sandbox::toolchains::path_with_toolchains(&settings.toolchains, &settings.path),
+        ),
+        ("HOME".into(), home.clone().into_os_string()),
+        ("TMPDIR".into(), temporary.clone().into_os_string()),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("LC_ALL".into(), "C.UTF-8".into()),
+        ("CI".into(), "true".into()),
+    ];
+    for toolchain in &settings.toolchains {
+        for (name, value) in &toolchain.variables {
+            variables.push((name.into(), value.clone()));
+        }
+    }
+    variables.extend(cache_variables);
+    for (name, value) in &settings.environment {
+        variables.push((name.into(), value.clone()));
+    }
+    // One value per name, the last given.
+    let mut unique: Vec<(OsString, OsString)> = Vec::with_capacity(variables.len());
+    for (name, value) in variables {
+        match unique.iter_mut().find(|(seen, _)| *seen == name) {
+            Some(entry) => entry.1 = value,
+            None => unique.push((name, value)),
+        }
+    }
+    Ok(BuildEnvironment {
+        home,
+        temporary,
+        writable,
+        readable: review_sandbox::toolchains::readable_paths(&settings.toolchains),
+        variables: unique,
+        _caches_lock: caches_lock,
+    })
+}
+
+/// Lock `caches` (`caches/OWNER/REPO`) for a job: exclusively for a moment
+/// to scrub its `CARGO_HOME` when no other job of the repository holds it,
+/// then shared for the job's length. The lock file lies beside the
+/// directory, out of the builds' reach.
+fn lock_caches(caches: &Path) -> Result<std::fs::File, BuildGateError> {
+    let mut lock_path = caches.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|source| BuildGateError::File {
+            action: "open the cache lock",
+            path: lock_path.clone(),
+            source,
+        })?;
+    let lock_error = |source| BuildGateError::File {
+        action: "lock",
+        path: lock_path.clone(),
+        source,
+    };
+    match file.try_lock() {
+        Ok(()) => {
+            let cargo_home = caches.join("cargo");
+            for scrubbed in CARGO_SCRUBBED {
+                remove_planted(&cargo_home.join(scrubbed))?;
+            }
+            file.unlock().map_err(lock_error)?;
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            tracing::debug!(caches = %caches.display(), "another job of this repository is building: its caches are not scrubbed now");
+        }
+        Err(std::fs::TryLockError::Error(source)) => return Err(lock_error(source)),
+    }
+    file.lock_shared().map_err(lock_error)?;
+    Ok(file)
+}
+
+/// Remove `path`, whatever it is (a file, a directory, a link), if it exists.
+fn remove_planted(path: &Path) -> Result<(), BuildGateError> {
+    let removed = match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => Err(error),
+    };
+    removed.map_err(|source| BuildGateError::File {
+        action: "clear from the dependency cache",
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// What the gate decided.
@@ -339,14 +560,7 @@ pub async fn run_commands(
         });
     }
     let build_directory = run_directory.join("build");
-    let home = settings
-        .shared_home
-        .clone()
-        .unwrap_or_else(|| build_directory.join("home"));
-    let temporary = build_directory.join("tmp");
-    for directory in [&build_directory, &home, &temporary] {
-        create_private_directory(directory)?;
-    }
+    let environment = build_environment(settings, &build_directory)?;
     // The job's own paths, added to the configured confinement; resolved
     // once, before any of the pull request's code has run.
     let confinement = match &settings.confinement {
@@ -354,8 +568,8 @@ pub async fn run_commands(
             confinement
                 .clone()
                 .with_git_worktree(worktree)?
-                .with_writable(&build_directory)
-                .with_writable(&home),
+                .with_readable_paths(environment.readable.iter().cloned())
+                .with_writable_paths(environment.writable.iter().cloned()),
         ),
         None => None,
     };
@@ -366,8 +580,7 @@ pub async fn run_commands(
         let paths = RunPaths {
             confinement: confinement.as_ref(),
             worktree,
-            home: &home,
-            temporary: &temporary,
+            environment: &environment,
             log: &log,
         };
         let ran =
@@ -392,8 +605,7 @@ pub async fn run_commands(
 struct RunPaths<'a> {
     confinement: Option<&'a Confinement>,
     worktree: &'a Path,
-    home: &'a Path,
-    temporary: &'a Path,
+    environment: &'a BuildEnvironment,
     log: &'a Path,
 }
 
@@ -435,12 +647,13 @@ async fn run_one(
         .arg(command_line)
         .current_dir(paths.worktree)
         .env_clear()
-        .env("PATH", &settings.path)
-        .env("HOME", paths.home)
-        .env("TMPDIR", paths.temporary)
-        .env("LANG", "C.UTF-8")
-        .env("LC_ALL", "C.UTF-8")
-        .env("CI", "true")
+        .envs(
+            paths
+                .environment
+                .variables
+                .iter()
+                .map(|(name, value)| (name, value)),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer_for_stderr));
@@ -576,6 +789,155 @@ fn create_private_file(path: &Path) -> Result<tokio::fs::File, BuildGateError> {
         })
 }
 
+/// What [`probe`] found of a program, as a build of the repository sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeOutcome {
+    /// It started and printed its version.
+    Found {
+        /// The first line `PROGRAM --version` printed.
+        version: String,
+    },
+    /// It is not on the builds' `PATH`.
+    Missing {
+        /// How to provide it.
+        advice: String,
+    },
+    /// It is there but did not start confined (a rustup proxy without its
+    /// toolchain, a shim without its root, a missing library).
+    Broken {
+        /// How `PROGRAM --version` ended.
+        end: CommandEnd,
+        /// The end of what it printed.
+        output: String,
+        /// How to make it start.
+        advice: String,
+    },
+}
+
+impl std::fmt::Display for ProbeOutcome {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Found { version } => write!(formatter, "found: {version}"),
+            Self::Missing { advice } => write!(formatter, "missing: {advice}"),
+            Self::Broken {
+                end,
+                output,
+                advice,
+            } => write!(
+                formatter,
+                "does not start: `--version` {end}: {}; {advice}",
+                output.trim()
+            ),
+        }
+    }
+}
+
+/// How much of a probe's output is kept in [`ProbeOutcome::Broken`].
+const PROBE_OUTPUT_BYTES: usize = 2048;
+
+/// How long a probe may take at most.
+const PROBE_TIMEOUT: Duration = Duration::from_mins(2);
+
+/// Start `PROGRAM --version` (`program` a name looked up in `PATH`, or a
+/// path) exactly as a build of `repository` (`OWNER/REPO`) would: the same
+/// confinement, toolchains, `PATH`, variables and caches, in an empty
+/// working directory. For `doctor --repo`: says whether the program is
+/// found, and if not, what is missing and how to provide it.
+pub async fn probe(
+    settings: &BuildGateSettings,
+    repository: &str,
+    program: &str,
+) -> Result<ProbeOutcome, BuildGateError> {
+    let mut settings = settings.for_repository(repository);
+    settings.timeout = settings.timeout.min(PROBE_TIMEOUT);
+    let run_directory = probe_directory()?;
+    let worktree = run_directory.join("worktree");
+    create_private_directory(&worktree)?;
+    let line = format!(
+        "command -v {program} >/dev/null 2>&1 || exit 127; exec {program} --version",
+        program = shell_quote(program)
+    );
+    let outcome = run_commands(&settings, &worktree, &run_directory, &[line]).await;
+    let log = std::fs::read(run_directory.join("build/01.log")).unwrap_or_default();
+    if let Err(error) = std::fs::remove_dir_all(&run_directory) {
+        tracing::warn!(path = %run_directory.display(), %error, "could not remove the probe's directory");
+    }
+    Ok(match outcome? {
+        GateOutcome::Passed { .. } | GateOutcome::NoCommands { .. } => {
+            let log = String::from_utf8_lossy(&log[..log.len().min(PROBE_OUTPUT_BYTES)]);
+            let version = log
+                .lines()
+                .map(str::trim)
+                .find(|line| !line.is_empty())
+                .unwrap_or_default()
+                .to_owned();
+            ProbeOutcome::Found { version }
+        }
+        GateOutcome::Failed(failure) if failure.end == CommandEnd::Exited(127) => {
+            ProbeOutcome::Missing {
+                advice: missing_advice(program),
+            }
+        }
+        GateOutcome::Failed(failure) => ProbeOutcome::Broken {
+            end: failure.end,
+            output: last_bytes(failure.output_tail.trim_end(), PROBE_OUTPUT_BYTES).to_owned(),
+            advice: format!(
+                "if `{program}` needs a variable from the bot's environment, name it in \
+                 sandbox.pass_environment (or set it in sandbox.environment); if it reads \
+                 files outside its own directory, add them to sandbox.readable_paths"
+            ),
+        },
+    })
+}
+
+/// What to say about a program builds cannot find.
+fn missing_advice(program: &str) -> String {
+    let on_host = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|directory| directory.join(program))
+            .find(|candidate| candidate.is_file())
+    });
+    let generic = "rustup, pyenv, nvm and a Go in /usr/local/go are found by themselves";
+    match on_host.and_then(|path| path.canonicalize().ok()) {
+        Some(found) => {
+            let directory = found.parent().unwrap_or(&found);
+            format!(
+                "`{program}` is at `{}` on this machine but builds cannot start it from \
+                 there: add `sandbox.readable_paths = [\"{}\"]` and put that directory \
+                 on PATH (sandbox.environment) ({generic})",
+                found.display(),
+                directory.display()
+            )
+        }
+        None => format!(
+            "`{program}` is not installed for the service's user: install it ({generic}), or \
+             show its directory with sandbox.readable_paths and put it on PATH \
+             (sandbox.environment)"
+        ),
+    }
+}
+
+/// A fresh private directory for one probe, under the system's temporary
+/// directory.
+fn probe_directory() -> Result<PathBuf, BuildGateError> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let unique = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    let directory = std::env::temp_dir().join(format!(
+        "review-bot-probe-{}-{unique}-{nanos}",
+        std::process::id()
+    ));
+    create_private_directory(&directory)?;
+    Ok(directory)
+}
+
+/// `text` as one word for `sh`.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 /// The pull request comment for a failed gate, without its footer (add
 /// `review_core::footer`'s with `review_core::payload::with_footer`). The
 /// command and the output are the pull request's text: they are shown in a
@@ -633,6 +995,12 @@ mod tests {
     fn the_last_bytes_start_on_a_character_boundary() {
         assert_eq!(last_bytes("ééé", 3), "é");
         assert_eq!(last_bytes("abc", 10), "abc");
+    }
+
+    #[test]
+    fn a_quoted_word_stays_one_word() {
+        assert_eq!(shell_quote("cargo"), "'cargo'");
+        assert_eq!(shell_quote("a'b; rm -rf /"), "'a'\\''b; rm -rf /'");
     }
 
     #[test]

@@ -549,8 +549,8 @@ async fn shared_caches_are_shared_by_one_repositorys_jobs_only_and_off_by_defaul
             "if [ -f \"$HOME/cache\" ]; then echo warm; else echo cold; echo cached > \"$HOME/cache\"; fi",
         )],
     );
-    let mut shared = BuildGateSettings::new(DEFAULT_TIMEOUT);
-    shared.shared_caches = Some(caches.path().to_owned());
+    let mut shared = BuildGateSettings::new(DEFAULT_TIMEOUT).with_caches(caches.path());
+    shared.shared_home = true;
     let run_for = |settings: BuildGateSettings| {
         let fixture = &fixture;
         async move {
@@ -573,7 +573,7 @@ async fn shared_caches_are_shared_by_one_repositorys_jobs_only_and_off_by_defaul
         run_for(shared.for_repository("acme/widgets")).await,
         "warm\n"
     );
-    assert!(caches.path().join("acme/widgets/cache").exists());
+    assert!(caches.path().join("acme/widgets/home/cache").exists());
     // Another repository, and the default: a home of their own.
     assert_eq!(
         run_for(shared.for_repository("acme/gadgets")).await,
@@ -585,5 +585,5 @@ async fn shared_caches_are_shared_by_one_repositorys_jobs_only_and_off_by_defaul
         "cold\n"
     );
     // A name that is not OWNER/REPO never picks a shared home.
-    assert_eq!(shared.for_repository("../etc").shared_home, None);
+    assert_eq!(shared.for_repository("../etc").repository_caches, None);
 }

@@ -142,6 +142,13 @@ impl Confinement {
         self
     }
 
+    /// Add writable paths (each must exist when the run starts).
+    #[must_use]
+    pub fn with_writable_paths(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.writable.extend(paths);
+        self
+    }
+
     /// Add a read-only path (left out when it does not exist).
     #[must_use]
     pub fn with_readable(mut self, path: impl Into<PathBuf>) -> Self {
@@ -391,41 +398,13 @@ fn masks(mounts: &[Mount], readable: &[PathBuf], hidden: &[PathBuf]) -> Vec<Path
 }
 
 /// Directories a build or an agent commonly needs read-only, from the bot's
-/// own environment: each absolute `PATH` entry outside the system (say
-/// `~/.cargo/bin`), `CARGO_HOME` and `RUSTUP_HOME` (or `~/.cargo` and
-/// `~/.rustup`), `GOROOT` and `JAVA_HOME`. Pass them to
-/// [`Confinement::with_readable_paths`]; credential files inside are masked.
+/// own environment: every [`crate::toolchains::detect_toolchains`]
+/// toolchain's (rustup's home and `~/.cargo/bin`, pyenv's root, nvm's
+/// current node, `GOROOT`, `JAVA_HOME`) and each absolute `PATH` entry
+/// outside the system. Pass them to [`Confinement::with_readable_paths`];
+/// credential files inside are masked.
 pub fn toolchain_directories() -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = Vec::new();
-    let mut add = |path: PathBuf| {
-        if path.is_absolute()
-            && path.is_dir()
-            && !SYSTEM_PATHS.iter().any(|system| path.starts_with(system))
-            && !found.contains(&path)
-        {
-            found.push(path);
-        }
-    };
-    if let Some(path) = std::env::var_os("PATH") {
-        std::env::split_paths(&path).for_each(&mut add);
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    for (variable, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
-        match std::env::var_os(variable) {
-            Some(value) => add(PathBuf::from(value)),
-            None => {
-                if let Some(home) = &home {
-                    add(home.join(default));
-                }
-            }
-        }
-    }
-    for variable in ["GOROOT", "JAVA_HOME"] {
-        if let Some(value) = std::env::var_os(variable) {
-            add(PathBuf::from(value));
-        }
-    }
-    found
+    crate::toolchains::readable_paths(&crate::toolchains::detect_toolchains())
 }
 
 /// One mount of the confined root.

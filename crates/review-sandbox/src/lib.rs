@@ -48,6 +48,7 @@
 pub mod confinement;
 mod handshake;
 mod processes;
+pub mod toolchains;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -60,6 +61,7 @@ use nix::unistd::Pid;
 
 pub use confinement::{Confinement, toolchain_directories};
 pub use processes::{Survivor, describe};
+pub use toolchains::{Toolchain, detect_toolchains};
 
 /// Create (or truncate) a file only the bot's user can read, for what a
 /// contained run printed (transcripts, logs, the prompt): hostile code

@@ -23,7 +23,8 @@
 //! profile found there (a slow or interactive profile hangs every command).
 //! Rust toolchains installed with rustup keep working: when `CARGO_HOME` /
 //! `RUSTUP_HOME` are not set and review-bot's home has `.cargo` / `.rustup`,
-//! they are pointed there.
+//! they are pointed there; the other toolchains the sandbox detects (pyenv,
+//! nvm, Go, Java) get their variables and `PATH` entries the same way.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -115,6 +116,7 @@ impl ClaudeEnvironment {
             }
         }
         environment.keep_rustup_toolchains(directories.home);
+        environment.keep_detected_toolchains();
         environment.set("HOME", directories.home.as_os_str().to_owned());
         environment.set(
             "CLAUDE_CONFIG_DIR",
@@ -160,6 +162,26 @@ impl ClaudeEnvironment {
             if !self.has(name) && path.is_dir() {
                 self.set(name, path.into_os_string());
             }
+        }
+    }
+
+    /// The other toolchains the sandbox shows the agent
+    /// ([`review_sandbox::detect_toolchains`]: pyenv's root, nvm's node, Go,
+    /// Java): their variables (`PYENV_ROOT`, …) when unset, their `bin`
+    /// directories on `PATH`, so they start as they do in a build.
+    fn keep_detected_toolchains(&mut self) {
+        let toolchains = review_sandbox::detect_toolchains();
+        for (name, value) in toolchains
+            .iter()
+            .flat_map(|toolchain| toolchain.variables.iter())
+        {
+            if !self.has(name) {
+                self.set(name, value.clone());
+            }
+        }
+        if let Some(path) = self.get("PATH").map(std::ffi::OsStr::to_owned) {
+            let path = review_sandbox::toolchains::path_with_toolchains(&toolchains, &path);
+            self.set("PATH", path);
         }
     }
 
@@ -307,8 +329,15 @@ mod tests {
                 "{expected} missing from {names:?}"
             );
         }
+        // The detected toolchains' variables (`PYENV_ROOT`, …) are expected too.
+        let toolchain_variables: Vec<String> = review_sandbox::detect_toolchains()
+            .into_iter()
+            .flat_map(|toolchain| toolchain.variables)
+            .map(|(name, _)| name)
+            .collect();
         assert!(names.iter().all(|name| {
             DEFAULT_INHERITED.contains(name)
+                || toolchain_variables.iter().any(|variable| variable == name)
                 || name.starts_with("CLAUDE_")
                 || name.starts_with("ANTHROPIC_")
                 || [

@@ -244,11 +244,10 @@ impl Parts {
             })?,
         };
         let bot_login = Some(bot_login);
-        let mut build_gate =
+        let build_gate = config.build_gate_settings(
             BuildGateSettings::new(Duration::from_secs(config.review.build_timeout_secs))
-                .with_containment(containment);
-        build_gate.confinement = config.build_confinement();
-        build_gate.shared_caches = config.shared_caches();
+                .with_containment(containment),
+        );
         Ok(Reviewer {
             github,
             store,

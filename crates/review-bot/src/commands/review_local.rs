@@ -70,10 +70,11 @@ fn local_reviewer(config: &config::Config) -> anyhow::Result<LocalReviewer> {
     let mut claude = config.claude_settings(environment);
     claude.confinement = config.agent_confinement(&claude.executable)?;
     let containment = claude.containment.clone();
-    let mut build_gate =
+    // A local review has no OWNER/REPO: no caches are kept for it.
+    let build_gate = config.build_gate_settings(
         BuildGateSettings::new(Duration::from_secs(config.review.build_timeout_secs))
-            .with_containment(containment.clone());
-    build_gate.confinement = config.build_confinement();
+            .with_containment(containment.clone()),
+    );
     Ok(LocalReviewer {
         claude,
         prompts,
