@@ -214,7 +214,13 @@ mod tests {
         std::os::unix::fs::symlink(&target, &path).unwrap();
         let error = append_line(&path, "{\"a\":1}\n").unwrap_err();
         assert!(
-            matches!(error, AppendError::NotRegularFile { kind: "a symbolic link", .. }),
+            matches!(
+                error,
+                AppendError::NotRegularFile {
+                    kind: "a symbolic link",
+                    ..
+                }
+            ),
             "{error}"
         );
         assert!(error.to_string().contains("not a regular file"), "{error}");
@@ -257,7 +263,13 @@ mod tests {
         let directory = tempfile::tempdir().unwrap();
         let error = append_line(directory.path(), "{}\n").unwrap_err();
         assert!(
-            matches!(error, AppendError::NotRegularFile { kind: "a directory", .. }),
+            matches!(
+                error,
+                AppendError::NotRegularFile {
+                    kind: "a directory",
+                    ..
+                }
+            ),
             "{error}"
         );
     }

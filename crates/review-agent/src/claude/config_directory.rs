@@ -208,8 +208,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("keep"), "keep").unwrap();
         // A resumed run's directory is a link to somewhere else.
-        std::os::unix::fs::symlink(outside.path(), run.path().join(CONFIG_DIRECTORY_NAME))
-            .unwrap();
+        std::os::unix::fs::symlink(outside.path(), run.path().join(CONFIG_DIRECTORY_NAME)).unwrap();
         let directory = prepare(run.path(), None).unwrap();
         assert!(std::fs::symlink_metadata(&directory).unwrap().is_dir());
         assert_eq!(std::fs::read_dir(&directory).unwrap().count(), 0);
@@ -227,7 +226,11 @@ mod tests {
     fn only_the_login_is_copied() {
         let run = tempfile::tempdir().unwrap();
         let login = tempfile::tempdir().unwrap();
-        std::fs::write(login.path().join(CREDENTIALS_FILE), "{\"claudeAiOauth\":{}}").unwrap();
+        std::fs::write(
+            login.path().join(CREDENTIALS_FILE),
+            "{\"claudeAiOauth\":{}}",
+        )
+        .unwrap();
         std::fs::write(
             login.path().join(GLOBAL_CONFIG_FILE),
             r#"{"oauthAccount":{"emailAddress":"a@b"},"userID":"u","mcpServers":{"x":{}},"projects":{}}"#,

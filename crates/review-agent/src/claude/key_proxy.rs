@@ -395,7 +395,10 @@ mod tests {
         let uri = |text: &str| text.parse::<axum::http::Uri>().unwrap();
         assert!(is_model_call(&post, &uri("/v1/messages?beta=true")));
         assert!(is_model_call(&post, &uri("/v1/messages")));
-        assert!(is_model_call(&post, &uri("/v1/messages/count_tokens?beta=true")));
+        assert!(is_model_call(
+            &post,
+            &uri("/v1/messages/count_tokens?beta=true")
+        ));
         for refused in [
             "/v1/files",
             "/v1/files?beta=true",
@@ -407,8 +410,14 @@ mod tests {
         ] {
             assert!(!is_model_call(&post, &uri(refused)), "{refused}");
         }
-        assert!(!is_model_call(&axum::http::Method::GET, &uri("/v1/messages")));
-        assert!(!is_model_call(&axum::http::Method::DELETE, &uri("/v1/messages")));
+        assert!(!is_model_call(
+            &axum::http::Method::GET,
+            &uri("/v1/messages")
+        ));
+        assert!(!is_model_call(
+            &axum::http::Method::DELETE,
+            &uri("/v1/messages")
+        ));
     }
 
     #[test]

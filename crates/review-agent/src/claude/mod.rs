@@ -124,7 +124,9 @@ fn is_mount_failure(reason: &str) -> bool {
         "Can't remount",
         "Can't make symlink",
     ];
-    MOUNT_FAILURES.iter().any(|failure| reason.contains(failure))
+    MOUNT_FAILURES
+        .iter()
+        .any(|failure| reason.contains(failure))
 }
 
 /// The agent's wording of a containment error.
@@ -431,8 +433,12 @@ impl ClaudeCode {
             .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        Contained::spawn(&self.settings.containment, &prepared.executable, &mut command)
-            .map_err(agent_error)
+        Contained::spawn(
+            &self.settings.containment,
+            &prepared.executable,
+            &mut command,
+        )
+        .map_err(agent_error)
     }
 
     /// Create the run's directories and files and its environment.
@@ -450,8 +456,10 @@ impl ClaudeCode {
         };
         create(&run.run_directory)?;
         // Fresh for every run, the operator's login copied in (issue 26).
-        let config_directory =
-            config_directory::prepare(&run.run_directory, self.settings.config_directory.as_deref())?;
+        let config_directory = config_directory::prepare(
+            &run.run_directory,
+            self.settings.config_directory.as_deref(),
+        )?;
         let mcp_config_path = match &run.mcp {
             Some(mcp) => {
                 let path = run.run_directory.join("mcp-config.json");
@@ -513,9 +521,10 @@ impl ClaudeCode {
                 // link to it (`/usr/local/bin/claude → /opt/…`) would have
                 // to be recreated inside, which bubblewrap cannot do in a
                 // read-only directory ("Can't create file at …").
-                let executable = find_executable(&self.settings.executable, environment.get("PATH"))
-                    .and_then(|found| std::fs::canonicalize(found).ok())
-                    .unwrap_or_else(|| self.settings.executable.clone());
+                let executable =
+                    find_executable(&self.settings.executable, environment.get("PATH"))
+                        .and_then(|found| std::fs::canonicalize(found).ok())
+                        .unwrap_or_else(|| self.settings.executable.clone());
                 let confinement = self.run_confinement(
                     confinement,
                     run,
@@ -556,13 +565,11 @@ impl ClaudeCode {
             confinement = confinement.with_writable(*path);
         }
         let search_path = environment.get("PATH");
-        let executables = std::iter::once(executable).chain(
-            run.mcp.iter().flat_map(|mcp| {
-                mcp.servers()
-                    .values()
-                    .map(|server| server.command.as_path())
-            }),
-        );
+        let executables = std::iter::once(executable).chain(run.mcp.iter().flat_map(|mcp| {
+            mcp.servers()
+                .values()
+                .map(|server| server.command.as_path())
+        }));
         for executable in executables {
             if let Some(found) = find_executable(executable, search_path) {
                 confinement = confinement.with_readable(found);

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use review_agent::claude::{AgentOutcome, Confinement};
-use review_testkit::model::{Script, ToolCall, Turn};
+use review_testkit::model::{Script, Turn};
 use serde_json::json;
 
 use crate::support::Harness;
@@ -111,7 +111,11 @@ async fn hooks_one_run_writes_into_its_config_directory_never_run_in_the_next() 
     );
     let second_run = claude.run(&second).await.expect("the second run works");
     assert!(second_run.is_success(), "{second_run:?}");
-    assert_eq!(harness.server.requests().len(), 4, "both runs reached the model");
+    assert_eq!(
+        harness.server.requests().len(),
+        4,
+        "both runs reached the model"
+    );
     let second_result = &harness.server.requests()[3].last_tool_results()[0];
     assert!(second_result.text.contains("second"), "{second_result:?}");
 
@@ -147,7 +151,10 @@ async fn a_pass_that_never_reached_the_model_is_a_failed_pass() {
 
     let outcome = harness.claude().run(&run).await;
 
-    assert!(harness.server.all_requests().is_empty(), "the model was reached");
+    assert!(
+        harness.server.all_requests().is_empty(),
+        "the model was reached"
+    );
     match outcome {
         Ok(agent_run) => {
             assert!(!agent_run.is_success(), "{agent_run:?}");
@@ -195,7 +202,10 @@ curl -s -X GET -H "x-api-key: $ANTHROPIC_API_KEY" "$ANTHROPIC_BASE_URL/v1/files?
         assert!(result.text.contains(line), "{line} missing: {result:?}");
     }
     assert!(result.text.contains("\"permission_error\""), "{result:?}");
-    assert!(result.text.contains("forwards only the model calls"), "{result:?}");
+    assert!(
+        result.text.contains("forwards only the model calls"),
+        "{result:?}"
+    );
     // What the pinned CLI sent (ARCHITECTURE.md names these): its turns,
     // each `POST /v1/messages?beta=true`, and nothing of the probe's.
     let calls: Vec<String> = harness
@@ -243,7 +253,9 @@ async fn the_proxy_caps_the_requests_of_a_run() {
 
 /// An upstream that answers every request with a redirect to `location`.
 async fn redirecting_upstream(location: String) -> (String, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
     let address = listener.local_addr().unwrap();
     let app = axum::Router::new().fallback(move || {
         let location = location.clone();
@@ -269,13 +281,10 @@ async fn the_proxy_never_follows_a_redirect_with_the_key() {
     };
     let (upstream, server) =
         redirecting_upstream(format!("{}/v1/messages", harness.server.base_url())).await;
-    let proxy = review_agent::claude::KeyProxy::start(
-        &upstream,
-        "sk-ant-scripted-model-server".into(),
-        10,
-    )
-    .await
-    .unwrap();
+    let proxy =
+        review_agent::claude::KeyProxy::start(&upstream, "sk-ant-scripted-model-server".into(), 10)
+            .await
+            .unwrap();
     let answer = reqwest::Client::new()
         .post(format!("{}/v1/messages?beta=true", proxy.base_url()))
         .header("x-api-key", proxy.run_key().expose_secret())

@@ -245,7 +245,10 @@ async fn check_claude_found(config: &Config) -> Check {
              agent.claude_path (REVIEW_BOT_AGENT_CLAUDE_PATH) to its path",
         )),
         Some(path) => match confined_version(config).await {
-            Ok(version) => Ok(format!("{} ({version}), started as a review starts it", path.display())),
+            Ok(version) => Ok(format!(
+                "{} ({version}), started as a review starts it",
+                path.display()
+            )),
             Err(problem) => Err(problem),
         },
     };

@@ -46,7 +46,9 @@ async fn a_link_at_the_comments_file_is_a_tool_error_and_its_target_is_untouched
         .await;
     assert!(answer.is_error, "{}", answer.text);
     assert!(
-        answer.text.contains("is a symbolic link, not a regular file"),
+        answer
+            .text
+            .contains("is a symbolic link, not a regular file"),
         "{}",
         answer.text
     );
