@@ -243,7 +243,7 @@ mod tests {
             .map(|entry| entry.unwrap().file_name().into_string().unwrap())
             .collect();
         names.sort();
-        assert_eq!(names, [CREDENTIALS_FILE, GLOBAL_CONFIG_FILE]);
+        assert_eq!(names, [GLOBAL_CONFIG_FILE, CREDENTIALS_FILE]);
         let global: serde_json::Value =
             serde_json::from_slice(&std::fs::read(directory.join(GLOBAL_CONFIG_FILE)).unwrap())
                 .unwrap();
