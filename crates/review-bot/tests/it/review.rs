@@ -53,11 +53,7 @@ impl World {
     }
 
     /// [`World::start`], the pull request also adding `added` (path, contents).
-    async fn start_with(
-        script: Script,
-        test_script: &str,
-        added: &[(&str, &str)],
-    ) -> Option<Self> {
+    async fn start_with(script: Script, test_script: &str, added: &[(&str, &str)]) -> Option<Self> {
         review_testkit::tools::claude_for_test()?;
         let sim = GithubSim::start().expect("the simulator starts");
         let bot = sim.user(BOT);
@@ -390,8 +386,12 @@ async fn a_pass_that_never_reached_the_model_fails_the_review_and_posts_no_lgtm(
     }]}]}})
     .to_string();
     let script = Script::new([Turn::text("never asked")]);
-    let Some(world) =
-        World::start_with(script, "echo ok\n", &[(".claude/settings.json", &blocking_hook)]).await
+    let Some(world) = World::start_with(
+        script,
+        "echo ok\n",
+        &[(".claude/settings.json", &blocking_hook)],
+    )
+    .await
     else {
         return;
     };
