@@ -235,8 +235,9 @@ fn refuse(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
-async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
+/// The answer when the proxy does not take this request; `None` when it
+/// does: this run's key, a model call, within the run's limit (counted here).
+fn refusal(state: &Forwarding, parts: &axum::http::request::Parts) -> Option<Response> {
     let given = parts
         .headers
         .get("x-api-key")
@@ -256,10 +257,10 @@ async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Reque
     };
     if !same_secret(given, state.run_key.expose_secret().as_bytes()) {
         refused();
-        return refuse(
+        return Some(refuse(
             StatusCode::UNAUTHORIZED,
             "review-bot's model proxy: this key is not this run's",
-        );
+        ));
     }
     if !is_model_call(&parts.method, &parts.uri) {
         refused();
@@ -268,7 +269,7 @@ async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Reque
             path = parts.uri.path(),
             "the model-key proxy refused a call that is not a model call"
         );
-        return refuse(
+        return Some(refuse(
             StatusCode::FORBIDDEN,
             &format!(
                 "review-bot's model proxy forwards only the model calls (POST /v1/messages, \
@@ -276,7 +277,7 @@ async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Reque
                 parts.method,
                 parts.uri.path()
             ),
-        );
+        ));
     }
     let taken = state
         .counters
@@ -293,14 +294,22 @@ async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Reque
             limit = state.request_limit,
             "the model-key proxy refused a request over the run's limit"
         );
-        return refuse(
+        return Some(refuse(
             StatusCode::FORBIDDEN,
             &format!(
                 "review-bot's model proxy: this run has used its {} model requests \
                  (agent.max_model_requests)",
                 state.request_limit
             ),
-        );
+        ));
+    }
+    None
+}
+
+async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if let Some(refused) = refusal(&state, &parts) {
+        return refused;
     }
     let path_and_query = parts
         .uri
@@ -331,33 +340,17 @@ async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Reque
         Ok(answer) => answer,
         Err(error) => {
             tracing::warn!(%error, "the model-key proxy could not reach the model API");
-            let body = serde_json::json!({
-                "type": "error",
-                "error": {"type": "api_error", "message": format!("review-bot's model proxy could not reach the model API: {error}")},
-            });
-            return (
-                StatusCode::BAD_GATEWAY,
-                [("content-type", "application/json")],
-                body.to_string(),
-            )
-                .into_response();
+            return bad_gateway(&format!(
+                "review-bot's model proxy could not reach the model API: {error}"
+            ));
         }
     };
     if answer.status().is_redirection() {
         tracing::warn!(status = %answer.status(), "the model API answered with a redirect; not followed");
-        let body = serde_json::json!({
-            "type": "error",
-            "error": {"type": "api_error", "message": format!(
-                "the model API answered {} (a redirect); review-bot's model proxy does not follow redirects",
-                answer.status()
-            )},
-        });
-        return (
-            StatusCode::BAD_GATEWAY,
-            [("content-type", "application/json")],
-            body.to_string(),
-        )
-            .into_response();
+        return bad_gateway(&format!(
+            "the model API answered {} (a redirect); review-bot's model proxy does not follow redirects",
+            answer.status()
+        ));
     }
     let mut response = Response::builder().status(answer.status().as_u16());
     for (name, value) in answer.headers() {
@@ -373,6 +366,20 @@ async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Reque
                 "review-bot's model proxy: bad answer",
             )
         })
+}
+
+/// A `502` with the API's JSON error shape.
+fn bad_gateway(message: &str) -> Response {
+    let body = serde_json::json!({
+        "type": "error",
+        "error": {"type": "api_error", "message": message},
+    });
+    (
+        StatusCode::BAD_GATEWAY,
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 /// Whether `method` and `uri` are one of [`FORWARDED_CALLS`], with no query

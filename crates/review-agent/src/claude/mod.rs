@@ -229,22 +229,7 @@ impl ClaudeCode {
 
     async fn run_in_span(&self, run: &ClaudeCodeRun) -> Result<AgentRun, AgentError> {
         let started = Instant::now();
-        // The real key never reaches the CLI's environment: the run gets a
-        // loopback proxy and a key of its own (`key_proxy`).
-        let proxy = match &self.settings.api_key {
-            Some(api_key) => Some(
-                KeyProxy::start(
-                    self.settings
-                        .base_url
-                        .as_deref()
-                        .unwrap_or(key_proxy::DEFAULT_UPSTREAM),
-                    api_key.clone(),
-                    self.settings.model_request_limit(),
-                )
-                .await?,
-            ),
-            None => None,
-        };
+        let proxy = self.start_proxy().await?;
         let prepared = self.prepare(run, proxy.as_ref())?;
         let arguments = self.arguments(run, prepared.mcp_config_path.as_deref());
         let prompt =
@@ -332,6 +317,24 @@ impl ClaudeCode {
             agent_run,
             proxy.as_ref().map(KeyProxy::forwarded),
         ))
+    }
+
+    /// The real key never reaches the CLI's environment: with an API key,
+    /// the run gets a loopback proxy and a key of its own (`key_proxy`).
+    async fn start_proxy(&self) -> Result<Option<KeyProxy>, AgentError> {
+        let Some(api_key) = &self.settings.api_key else {
+            return Ok(None);
+        };
+        KeyProxy::start(
+            self.settings
+                .base_url
+                .as_deref()
+                .unwrap_or(key_proxy::DEFAULT_UPSTREAM),
+            api_key.clone(),
+            self.settings.model_request_limit(),
+        )
+        .await
+        .map(Some)
     }
 
     /// `claude --version`, started exactly as a run starts the CLI: the same
@@ -525,7 +528,7 @@ impl ClaudeCode {
                     find_executable(&self.settings.executable, environment.get("PATH"))
                         .and_then(|found| std::fs::canonicalize(found).ok())
                         .unwrap_or_else(|| self.settings.executable.clone());
-                let confinement = self.run_confinement(
+                let confinement = Self::run_confinement(
                     confinement,
                     run,
                     &[&run.run_directory, &home_directory, &config_directory],
@@ -550,7 +553,6 @@ impl ClaudeCode {
     /// CLI's executable, the MCP servers' executables and the system prompt
     /// file.
     fn run_confinement(
-        &self,
         configured: &Confinement,
         run: &ClaudeCodeRun,
         writable: &[&Path],

@@ -334,17 +334,17 @@ fn a_claude_path_through_an_absolute_symlink_passes_doctor_because_it_starts_con
         )
         .assert();
     let stdout = text(&assert.get_output().stdout);
-    let line = |name: &str| {
+    let check_line = |name: &str| {
         stdout
             .lines()
             .find(|line| line.contains(&format!(" {name}: ")))
             .unwrap_or_default()
             .to_owned()
     };
-    let found = line("Claude Code");
+    let found = check_line("Claude Code");
     assert!(
         found.starts_with('✓') && found.contains("started as a review starts it"),
         "{stdout}"
     );
-    assert!(line("Claude Code flags").starts_with('✓'), "{stdout}");
+    assert!(check_line("Claude Code flags").starts_with('✓'), "{stdout}");
 }
