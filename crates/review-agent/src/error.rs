@@ -33,6 +33,24 @@ pub enum AgentError {
         reason: String,
     },
 
+    /// bubblewrap runs, but could not set up one of the confinement's mounts
+    /// (a path to show, a link to recreate): the namespaces work, so this is
+    /// not about installing bubblewrap.
+    #[error(
+        "bubblewrap (`{}`) could not set up the agent's confinement: {reason}. The path it \
+         names is one the run was to see (the CLI, its install directory, the checkout, the \
+         run directory or a toolchain): check that it exists and is not a symbolic link into \
+         a directory the confinement does not show; `review-bot doctor` starts the CLI the \
+         same way",
+        bwrap.display()
+    )]
+    ConfinementSetup {
+        /// The `bwrap` executable.
+        bwrap: PathBuf,
+        /// What bubblewrap printed.
+        reason: String,
+    },
+
     /// Processes of the run were still alive after they were killed and the
     /// runner waited for them.
     #[error(

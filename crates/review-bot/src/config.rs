@@ -121,6 +121,7 @@ pub const KEYS: &[Key] = &[
     ),
     text("agent.bwrap_path", "a path, or a name looked up in PATH"),
     key("agent.mcp_tool_timeout_secs", "a whole number of seconds"),
+    key("agent.max_model_requests", "a whole number of requests"),
     text(
         "agent.prompts_dir",
         "a directory of prompt files (base.md, …, guides/*.md)",
@@ -323,6 +324,10 @@ pub struct AgentConfig {
     pub bwrap_path: PathBuf,
     /// How long one MCP tool call may take.
     pub mcp_tool_timeout_secs: u64,
+    /// Model requests one pass may make through its key proxy; `None`:
+    /// `8 × max_turns + 16`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_model_requests: Option<u32>,
     /// Prompt and guide files replacing the shipped ones; `None`: the shipped ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompts_dir: Option<PathBuf>,
@@ -361,6 +366,7 @@ impl Default for AgentConfig {
             containment: ContainmentSetting::default(),
             bwrap_path,
             mcp_tool_timeout_secs: DEFAULT_MCP_TOOL_TIMEOUT_SECS,
+            max_model_requests: settings.max_model_requests,
             prompts_dir: None,
         }
     }
@@ -746,9 +752,9 @@ impl Config {
         if let Some(install) = install_directory(claude_executable) {
             confinement = confinement.with_readable(install);
         }
-        if let Some(config_dir) = &self.agent.config_dir {
-            confinement = confinement.with_writable(config_dir.clone());
-        }
+        // `agent.config_dir` is not shown: its login is copied into each
+        // run's fresh configuration directory (review_agent's
+        // `claude::config_directory`), which the run directory holds.
         Ok(Some(self.hide_own_files(confinement)))
     }
 
@@ -860,6 +866,7 @@ impl Config {
             });
         settings.max_budget_usd = agent.max_budget_usd;
         settings.config_directory.clone_from(&agent.config_dir);
+        settings.max_model_requests = agent.max_model_requests;
         settings.home_directory.clone_from(&agent.home_dir);
         settings
             .inherited_environment

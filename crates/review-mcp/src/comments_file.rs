@@ -12,10 +12,18 @@
 //! short write as a failure the model is told about. If a writer ever dies
 //! mid-line anyway, the collector recovers the next complete line glued to the
 //! torn one (see `review_core::agent_requests::parse_line`).
+//!
+//! The file lives where the agent's own commands can write, so what is at its
+//! path may be planted (issue 26): it is opened with `O_NOFOLLOW |
+//! O_NONBLOCK`, so a symbolic link is refused (its target is never touched)
+//! and a FIFO never blocks the tool call (without a reader the open fails with
+//! `ENXIO`; with one, the type check below refuses it), and then must be a
+//! regular file, else [`AppendError::NotRegularFile`]. `O_NONBLOCK` stays set:
+//! Linux ignores it for regular files, so the single `write(2)` is unchanged.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
-use std::os::unix::fs::OpenOptionsExt as _;
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
 /// The largest line we write. Messages are capped at GitHub's 65,536
@@ -32,6 +40,18 @@ pub enum AppendError {
     TooLarge {
         /// Its size.
         bytes: usize,
+    },
+    /// Something other than a regular file is at the path (a link, a FIFO,
+    /// a directory, a device): nothing was written and it was left alone.
+    #[error(
+        "the comments file {path} is {kind}, not a regular file; nothing was written and it was \
+         left alone (something in the run replaced the file: remove it, do not retry)"
+    )]
+    NotRegularFile {
+        /// The comments file.
+        path: PathBuf,
+        /// What is there instead ("a symbolic link", "a FIFO", …).
+        kind: &'static str,
     },
     /// The file could not be opened or written.
     #[error("could not append to the comments file {path}: {source}")]
@@ -67,12 +87,7 @@ pub fn append_line(path: &Path, line: &str) -> Result<(), AppendError> {
         path: path.to_owned(),
         source,
     };
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(io_error)?;
+    let mut file = open_for_append(path)?;
     // Deliberately `write`, not `write_all`: `write_all` would split the line
     // into several system calls after a short write, and another writer's line
     // could land between the pieces.
@@ -93,6 +108,62 @@ pub fn append_line(path: &Path, line: &str) -> Result<(), AppendError> {
             bytes,
         })
     }
+}
+
+/// Open `path` for appending without following a link or blocking on a
+/// FIFO, creating it `0600` when missing; only a regular file is returned.
+fn open_for_append(path: &Path) -> Result<File, AppendError> {
+    let not_regular = |kind| AppendError::NotRegularFile {
+        path: path.to_owned(),
+        kind,
+    };
+    let file = match OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(file) => file,
+        // O_NOFOLLOW on a symbolic link fails with ELOOP.
+        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(not_regular("a symbolic link"));
+        }
+        // A FIFO without a reader, opened for writing without blocking.
+        Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
+            return Err(not_regular("a FIFO"));
+        }
+        Err(error) if error.raw_os_error() == Some(libc::EISDIR) => {
+            return Err(not_regular("a directory"));
+        }
+        Err(source) => {
+            return Err(AppendError::Io {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    let file_type = file
+        .metadata()
+        .map_err(|source| AppendError::Io {
+            path: path.to_owned(),
+            source,
+        })?
+        .file_type();
+    if file_type.is_file() {
+        return Ok(file);
+    }
+    Err(not_regular(if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_char_device() || file_type.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
+    }))
 }
 
 #[cfg(test)]
@@ -124,6 +195,83 @@ mod tests {
             Err(AppendError::TooLarge { .. })
         ));
         assert!(!path.exists());
+    }
+
+    fn mkfifo(path: &Path) {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
+
+    #[test]
+    fn a_planted_link_is_refused_and_its_target_untouched() {
+        let directory = tempfile::tempdir().unwrap();
+        let target = directory.path().join("review-bot.toml");
+        std::fs::write(&target, "[sandbox]\nmode = \"required\"\n").unwrap();
+        let path = directory.path().join("comments.jsonl");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let error = append_line(&path, "{\"a\":1}\n").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                AppendError::NotRegularFile {
+                    kind: "a symbolic link",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("not a regular file"), "{error}");
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            "[sandbox]\nmode = \"required\"\n"
+        );
+        // A dangling link is not created through either.
+        let dangling = directory.path().join("dangling.jsonl");
+        std::os::unix::fs::symlink(directory.path().join("created"), &dangling).unwrap();
+        assert!(append_line(&dangling, "{}\n").is_err());
+        assert!(!directory.path().join("created").exists());
+    }
+
+    #[test]
+    fn a_planted_fifo_is_refused_without_blocking_with_or_without_a_reader() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("comments.jsonl");
+        mkfifo(&path);
+        let error = append_line(&path, "{}\n").unwrap_err();
+        assert!(
+            matches!(error, AppendError::NotRegularFile { kind: "a FIFO", .. }),
+            "{error}"
+        );
+        // With a reader holding it open, the open succeeds: the type check refuses.
+        let _reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .unwrap();
+        let error = append_line(&path, "{}\n").unwrap_err();
+        assert!(
+            matches!(error, AppendError::NotRegularFile { kind: "a FIFO", .. }),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_directory_is_refused() {
+        let directory = tempfile::tempdir().unwrap();
+        let error = append_line(directory.path(), "{}\n").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                AppendError::NotRegularFile {
+                    kind: "a directory",
+                    ..
+                }
+            ),
+            "{error}"
+        );
     }
 
     #[test]

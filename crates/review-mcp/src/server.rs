@@ -441,6 +441,13 @@ impl ReviewServer {
         let appended = tokio::task::spawn_blocking(move || append_line(&path, &line)).await;
         match appended {
             Ok(Ok(())) => CallToolResult::success(vec![ContentBlock::text(success.to_owned())]),
+            Ok(Err(error @ crate::comments_file::AppendError::NotRegularFile { .. })) => {
+                tracing::error!(
+                    "could not record a {} request: {error}",
+                    request_kind(&request)
+                );
+                tool_error(format!("Could not record the comment: {error}."))
+            }
             Ok(Err(error)) => {
                 tracing::error!(
                     "could not record a {} request: {error}",

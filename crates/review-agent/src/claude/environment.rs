@@ -91,9 +91,10 @@ pub(crate) struct ClaudeEnvironment {
 impl ClaudeEnvironment {
     /// Everything the CLI gets for one run.
     ///
-    /// - `CLAUDE_CONFIG_DIR`: per run unless configured, so runs share no
-    ///   sessions, settings or caches. Claude Code 2.1.330 writes nothing under
-    ///   `HOME` when it is set.
+    /// - `CLAUDE_CONFIG_DIR`: always the run's own, fresh directory (see
+    ///   [`super::config_directory`]), so runs share no sessions, settings,
+    ///   hooks or caches. Claude Code 2.1.330 writes nothing under `HOME` when
+    ///   it is set.
     /// - `HOME`: per run unless configured (see the module docs).
     /// - `CLAUDE_CODE_TMPDIR`: inside the run directory when given; otherwise
     ///   the CLI leaves a directory per session under `/tmp/claude-<uid>/`.

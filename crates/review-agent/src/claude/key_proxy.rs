@@ -12,9 +12,24 @@
 //! streams server-sent events). When the run ends the proxy stops and its key
 //! is worthless.
 //!
+//! **Only the model calls go through** (issue 26). The pinned Claude Code
+//! (2.1.330, with `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`) was observed
+//! through this proxy against the scripted model server to send exactly one
+//! kind of request: `POST /v1/messages?beta=true` (one per turn, streamed);
+//! the Messages API's `POST /v1/messages/count_tokens` is allowed too. Any
+//! other method or path (the Files API, batches, models, a `GET`) is refused
+//! with `403` and a JSON error before anything reaches upstream, so the
+//! agent's `Bash` cannot list or delete the workspace's files or read its
+//! batches with the real key. Requests per run are capped
+//! ([`KeyProxy::start`]'s `request_limit`; past it, `403`), the upstream
+//! client never follows a redirect (a `3xx` becomes a `502`, its `Location`
+//! is not passed on), and no credential header the client sent
+//! (`x-api-key`, `authorization`, `proxy-authorization`, `cookie`) is
+//! forwarded: the proxy sets the real key itself.
+//!
 //! What this does not do: a process of the run can still make model requests
-//! through the proxy while the run lasts (it could anyway, through the CLI).
-//! It never learns the real key. Claude Code's own
+//! through the proxy while the run lasts, within the cap (it could anyway,
+//! through the CLI). It never learns the real key. Claude Code's own
 //! `CLAUDE_CODE_SUBPROCESS_ENV_SCRUB` was the alternative; with 2.1.330 it
 //! requires Claude Code's sandbox (and `socat`), then refused ordinary
 //! commands despite `--dangerously-skip-permissions`.
@@ -32,9 +47,16 @@ use crate::AgentError;
 /// Anthropic's API, when no base URL is configured.
 pub const DEFAULT_UPSTREAM: &str = "https://api.anthropic.com";
 
+/// The model calls forwarded, as (method, path); the query may only be
+/// empty or `beta=true`.
+pub const FORWARDED_CALLS: [(&str, &str); 2] = [
+    ("POST", "/v1/messages"),
+    ("POST", "/v1/messages/count_tokens"),
+];
+
 /// Headers that describe one hop, never forwarded (RFC 9110 §7.6.1), plus the
-/// credentials the proxy replaces.
-const NOT_FORWARDED: [&str; 11] = [
+/// credentials the proxy replaces and any other credential a client could send.
+const NOT_FORWARDED: [&str; 13] = [
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -46,14 +68,26 @@ const NOT_FORWARDED: [&str; 11] = [
     "content-length",
     "x-api-key",
     "authorization",
+    "proxy-authorization",
+    "cookie",
 ];
 
 /// A running proxy; it stops when dropped.
 pub struct KeyProxy {
     address: SocketAddr,
     run_key: SecretString,
+    counters: std::sync::Arc<Counters>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: tokio::task::JoinHandle<()>,
+}
+
+/// What the proxy let through and turned away.
+#[derive(Debug, Default)]
+struct Counters {
+    /// Requests forwarded upstream (counted against the limit).
+    forwarded: std::sync::atomic::AtomicU32,
+    /// Requests refused: wrong key, another call, over the limit.
+    refused: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for KeyProxy {
@@ -71,12 +105,19 @@ struct Forwarding {
     real_key: SecretString,
     run_key: SecretString,
     client: reqwest::Client,
+    request_limit: u32,
+    counters: std::sync::Arc<Counters>,
 }
 
 impl KeyProxy {
     /// Starts a proxy forwarding to `upstream` (a base URL such as
-    /// `https://api.anthropic.com`) with `real_key`.
-    pub async fn start(upstream: &str, real_key: SecretString) -> Result<Self, AgentError> {
+    /// `https://api.anthropic.com`) with `real_key`, at most `request_limit`
+    /// requests in all.
+    pub async fn start(
+        upstream: &str,
+        real_key: SecretString,
+        request_limit: u32,
+    ) -> Result<Self, AgentError> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
             .map_err(|source| AgentError::File {
@@ -95,17 +136,22 @@ impl KeyProxy {
         ));
         let client = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(30))
+            // The real key is on every request: never let upstream send it on.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|error| AgentError::File {
                 action: "set up the model-key proxy's HTTP client",
                 path: upstream.into(),
                 source: std::io::Error::other(error),
             })?;
+        let counters = std::sync::Arc::new(Counters::default());
         let state = std::sync::Arc::new(Forwarding {
             upstream: upstream.trim_end_matches('/').to_owned(),
             real_key,
             run_key: run_key.clone(),
             client,
+            request_limit,
+            counters: std::sync::Arc::clone(&counters),
         });
         let app = axum::Router::new().fallback(forward).with_state(state);
         let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -120,6 +166,7 @@ impl KeyProxy {
         Ok(Self {
             address,
             run_key,
+            counters,
             shutdown: Some(shutdown),
             server,
         })
@@ -133,6 +180,20 @@ impl KeyProxy {
     /// The key the CLI is given (`ANTHROPIC_API_KEY`): valid for this proxy only.
     pub fn run_key(&self) -> &SecretString {
         &self.run_key
+    }
+
+    /// Requests forwarded to the model API so far.
+    pub fn forwarded(&self) -> u32 {
+        self.counters
+            .forwarded
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Requests refused so far (wrong key, not a model call, over the limit).
+    pub fn refused(&self) -> u32 {
+        self.counters
+            .refused
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -157,9 +218,14 @@ fn same_secret(given: &[u8], expected: &[u8]) -> bool {
 }
 
 fn refuse(status: StatusCode, message: &str) -> Response {
+    let error_type = match status {
+        StatusCode::UNAUTHORIZED => "authentication_error",
+        StatusCode::FORBIDDEN => "permission_error",
+        _ => "api_error",
+    };
     let body = serde_json::json!({
         "type": "error",
-        "error": {"type": "authentication_error", "message": message},
+        "error": {"type": error_type, "message": message},
     });
     (
         status,
@@ -169,8 +235,9 @@ fn refuse(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
-async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
+/// The answer when the proxy does not take this request; `None` when it
+/// does: this run's key, a model call, within the run's limit (counted here).
+fn refusal(state: &Forwarding, parts: &axum::http::request::Parts) -> Option<Response> {
     let given = parts
         .headers
         .get("x-api-key")
@@ -182,11 +249,67 @@ async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Reque
                 .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "))
         })
         .unwrap_or_default();
+    let refused = || {
+        state
+            .counters
+            .refused
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    };
     if !same_secret(given, state.run_key.expose_secret().as_bytes()) {
-        return refuse(
+        refused();
+        return Some(refuse(
             StatusCode::UNAUTHORIZED,
             "review-bot's model proxy: this key is not this run's",
+        ));
+    }
+    if !is_model_call(&parts.method, &parts.uri) {
+        refused();
+        tracing::warn!(
+            method = %parts.method,
+            path = parts.uri.path(),
+            "the model-key proxy refused a call that is not a model call"
         );
+        return Some(refuse(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "review-bot's model proxy forwards only the model calls (POST /v1/messages, \
+                 POST /v1/messages/count_tokens); {} {} is refused",
+                parts.method,
+                parts.uri.path()
+            ),
+        ));
+    }
+    let taken = state
+        .counters
+        .forwarded
+        .fetch_update(
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+            |forwarded| (forwarded < state.request_limit).then_some(forwarded + 1),
+        )
+        .is_ok();
+    if !taken {
+        refused();
+        tracing::warn!(
+            limit = state.request_limit,
+            "the model-key proxy refused a request over the run's limit"
+        );
+        return Some(refuse(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "review-bot's model proxy: this run has used its {} model requests \
+                 (agent.max_model_requests)",
+                state.request_limit
+            ),
+        ));
+    }
+    None
+}
+
+async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if let Some(refused) = refusal(&state, &parts) {
+        return refused;
     }
     let path_and_query = parts
         .uri
@@ -217,18 +340,18 @@ async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Reque
         Ok(answer) => answer,
         Err(error) => {
             tracing::warn!(%error, "the model-key proxy could not reach the model API");
-            let body = serde_json::json!({
-                "type": "error",
-                "error": {"type": "api_error", "message": format!("review-bot's model proxy could not reach the model API: {error}")},
-            });
-            return (
-                StatusCode::BAD_GATEWAY,
-                [("content-type", "application/json")],
-                body.to_string(),
-            )
-                .into_response();
+            return bad_gateway(&format!(
+                "review-bot's model proxy could not reach the model API: {error}"
+            ));
         }
     };
+    if answer.status().is_redirection() {
+        tracing::warn!(status = %answer.status(), "the model API answered with a redirect; not followed");
+        return bad_gateway(&format!(
+            "the model API answered {} (a redirect); review-bot's model proxy does not follow redirects",
+            answer.status()
+        ));
+    }
     let mut response = Response::builder().status(answer.status().as_u16());
     for (name, value) in answer.headers() {
         if !NOT_FORWARDED.contains(&name.as_str()) {
@@ -245,9 +368,64 @@ async fn forward(State(state): State<std::sync::Arc<Forwarding>>, request: Reque
         })
 }
 
+/// A `502` with the API's JSON error shape.
+fn bad_gateway(message: &str) -> Response {
+    let body = serde_json::json!({
+        "type": "error",
+        "error": {"type": "api_error", "message": message},
+    });
+    (
+        StatusCode::BAD_GATEWAY,
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Whether `method` and `uri` are one of [`FORWARDED_CALLS`], with no query
+/// or `beta=true`.
+fn is_model_call(method: &axum::http::Method, uri: &axum::http::Uri) -> bool {
+    let query_allowed = matches!(uri.query(), None | Some("" | "beta=true"));
+    query_allowed
+        && FORWARDED_CALLS
+            .iter()
+            .any(|(allowed_method, path)| method.as_str() == *allowed_method && uri.path() == *path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_model_calls_pass() {
+        let post = axum::http::Method::POST;
+        let uri = |text: &str| text.parse::<axum::http::Uri>().unwrap();
+        assert!(is_model_call(&post, &uri("/v1/messages?beta=true")));
+        assert!(is_model_call(&post, &uri("/v1/messages")));
+        assert!(is_model_call(
+            &post,
+            &uri("/v1/messages/count_tokens?beta=true")
+        ));
+        for refused in [
+            "/v1/files",
+            "/v1/files?beta=true",
+            "/v1/messages/batches",
+            "/v1/messages/../files",
+            "/v1/messages?beta=true&x=1",
+            "/v1/models",
+            "/v1/messages/",
+        ] {
+            assert!(!is_model_call(&post, &uri(refused)), "{refused}");
+        }
+        assert!(!is_model_call(
+            &axum::http::Method::GET,
+            &uri("/v1/messages")
+        ));
+        assert!(!is_model_call(
+            &axum::http::Method::DELETE,
+            &uri("/v1/messages")
+        ));
+    }
 
     #[test]
     fn secrets_compare_whole() {

@@ -60,6 +60,7 @@
 //! names them. The group is only ever signalled while its leader is unreaped,
 //! so its id cannot have been reused by an unrelated process.
 
+pub mod config_directory;
 pub mod environment;
 pub mod key_proxy;
 mod mcp_config;
@@ -111,9 +112,29 @@ pub(crate) fn describe_survivors(survivors: &[Survivor]) -> String {
     review_sandbox::describe(survivors)
 }
 
+/// Whether bubblewrap's message is about setting up a mount (its namespaces
+/// work) rather than about making the namespaces.
+fn is_mount_failure(reason: &str) -> bool {
+    const MOUNT_FAILURES: [&str; 7] = [
+        "Can't create file at",
+        "Can't create dir",
+        "Can't mkdir",
+        "Can't find source path",
+        "Can't bind mount",
+        "Can't remount",
+        "Can't make symlink",
+    ];
+    MOUNT_FAILURES
+        .iter()
+        .any(|failure| reason.contains(failure))
+}
+
 /// The agent's wording of a containment error.
 fn agent_error(error: SandboxError) -> AgentError {
     match error {
+        SandboxError::Containment { bwrap, reason } if is_mount_failure(&reason) => {
+            AgentError::ConfinementSetup { bwrap, reason }
+        }
         SandboxError::Containment { bwrap, reason } => AgentError::Containment { bwrap, reason },
         SandboxError::Spawn { program, source } => AgentError::Spawn {
             executable: program,
@@ -208,23 +229,16 @@ impl ClaudeCode {
 
     async fn run_in_span(&self, run: &ClaudeCodeRun) -> Result<AgentRun, AgentError> {
         let started = Instant::now();
-        // The real key never reaches the CLI's environment: the run gets a
-        // loopback proxy and a key of its own (`key_proxy`).
-        let proxy = match &self.settings.api_key {
-            Some(api_key) => Some(
-                KeyProxy::start(
-                    self.settings
-                        .base_url
-                        .as_deref()
-                        .unwrap_or(key_proxy::DEFAULT_UPSTREAM),
-                    api_key.clone(),
-                )
-                .await?,
-            ),
-            None => None,
-        };
+        let proxy = self.start_proxy().await?;
         let prepared = self.prepare(run, proxy.as_ref())?;
-        let mut processes = self.spawn(run, &prepared)?;
+        let arguments = self.arguments(run, prepared.mcp_config_path.as_deref());
+        let prompt =
+            std::fs::File::open(&prepared.prompt_path).map_err(|source| AgentError::File {
+                action: "read back the prompt",
+                path: prepared.prompt_path.clone(),
+                source,
+            })?;
+        let mut processes = self.spawn(run, &prepared, arguments, Stdio::from(prompt))?;
         let stderr = StderrCapture::start(
             processes.child_mut().stderr.take(),
             run.run_directory.join("claude-stderr.log"),
@@ -298,7 +312,85 @@ impl ClaudeCode {
         {
             return Err(error);
         }
-        conclude(watched, Some(status), stderr_tail, started.elapsed())
+        let agent_run = conclude(watched, Some(status), stderr_tail, started.elapsed())?;
+        Ok(never_reached_the_model(
+            agent_run,
+            proxy.as_ref().map(KeyProxy::forwarded),
+        ))
+    }
+
+    /// The real key never reaches the CLI's environment: with an API key,
+    /// the run gets a loopback proxy and a key of its own (`key_proxy`).
+    async fn start_proxy(&self) -> Result<Option<KeyProxy>, AgentError> {
+        let Some(api_key) = &self.settings.api_key else {
+            return Ok(None);
+        };
+        KeyProxy::start(
+            self.settings
+                .base_url
+                .as_deref()
+                .unwrap_or(key_proxy::DEFAULT_UPSTREAM),
+            api_key.clone(),
+            self.settings.model_request_limit(),
+        )
+        .await
+        .map(Some)
+    }
+
+    /// `claude --version`, started exactly as a run starts the CLI: the same
+    /// executable (resolved the same way), containment, confinement and
+    /// environment, in a scratch run directory inside `run_directory`.
+    /// `review-bot doctor` uses it, so what it passes works in a review.
+    pub async fn version(&self, run_directory: &Path) -> Result<String, AgentError> {
+        let working_directory = run_directory.join("work");
+        std::fs::create_dir_all(&working_directory).map_err(|source| AgentError::File {
+            action: "create the directory",
+            path: working_directory.clone(),
+            source,
+        })?;
+        let run = ClaudeCodeRun::new("", &working_directory, run_directory);
+        let prepared = self.prepare(&run, None)?;
+        let mut processes = self.spawn(
+            &run,
+            &prepared,
+            vec![OsString::from("--version")],
+            Stdio::null(),
+        )?;
+        let mut stdout = processes
+            .child_mut()
+            .stdout
+            .take()
+            .expect("stdout is piped");
+        let stderr = StderrCapture::start(
+            processes.child_mut().stderr.take(),
+            run_directory.join("claude-stderr.log"),
+        );
+        let mut printed = Vec::new();
+        let read = tokio::time::timeout(self.settings.timeout, async {
+            (&mut stdout)
+                .take(64 * 1024)
+                .read_to_end(&mut printed)
+                .await
+        })
+        .await;
+        let status = processes.finish().await.map_err(agent_error)?;
+        let stderr_tail = stderr.finish().await;
+        let version = String::from_utf8_lossy(&printed).trim().to_owned();
+        match read {
+            Ok(Ok(_)) if status.success() && !version.is_empty() => Ok(version),
+            Err(_elapsed) => Err(AgentError::TimedOut {
+                after: self.settings.timeout,
+                transcript: run_directory.join("claude-stderr.log"),
+                stderr_tail,
+            }),
+            _ => Err(self
+                .containment_failure(&stderr_tail)
+                .unwrap_or(AgentError::NoResult {
+                    exit: status.to_string(),
+                    stderr_tail,
+                    stdout_tail: version,
+                })),
+        }
     }
 
     /// What bubblewrap said when it, not the CLI, ended the run: it could not
@@ -311,24 +403,24 @@ impl ClaudeCode {
     }
 
     /// Start the CLI (under bubblewrap, unless configured otherwise) in a
-    /// process group of its own, the prompt on its standard input.
-    fn spawn(&self, run: &ClaudeCodeRun, prepared: &Prepared) -> Result<Contained, AgentError> {
-        let arguments = self.arguments(run, prepared.mcp_config_path.as_deref());
+    /// process group of its own, `stdin` (the prompt) on its standard input.
+    fn spawn(
+        &self,
+        run: &ClaudeCodeRun,
+        prepared: &Prepared,
+        arguments: Vec<OsString>,
+        stdin: Stdio,
+    ) -> Result<Contained, AgentError> {
         tracing::debug!(
             arguments = arguments.len(),
             environment = ?prepared.environment.names(),
+            executable = %prepared.executable.display(),
             "starting Claude Code"
         );
-        let prompt =
-            std::fs::File::open(&prepared.prompt_path).map_err(|source| AgentError::File {
-                action: "read back the prompt",
-                path: prepared.prompt_path.clone(),
-                source,
-            })?;
         let mut command = self
             .settings
             .containment
-            .command_with(&self.settings.executable, prepared.confinement.as_ref())
+            .command_with(&prepared.executable, prepared.confinement.as_ref())
             .map_err(agent_error)?;
         command
             .args(arguments)
@@ -341,12 +433,12 @@ impl ClaudeCode {
                     .iter()
                     .map(|(name, value)| (name, value)),
             )
-            .stdin(Stdio::from(prompt))
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         Contained::spawn(
             &self.settings.containment,
-            &self.settings.executable,
+            &prepared.executable,
             &mut command,
         )
         .map_err(agent_error)
@@ -366,11 +458,11 @@ impl ClaudeCode {
             })
         };
         create(&run.run_directory)?;
-        let config_directory = match &self.settings.config_directory {
-            Some(directory) => directory.clone(),
-            None => run.run_directory.join("claude-config"),
-        };
-        create(&config_directory)?;
+        // Fresh for every run, the operator's login copied in (issue 26).
+        let config_directory = config_directory::prepare(
+            &run.run_directory,
+            self.settings.config_directory.as_deref(),
+        )?;
         let mcp_config_path = match &run.mcp {
             Some(mcp) => {
                 let path = run.run_directory.join("mcp-config.json");
@@ -426,16 +518,29 @@ impl ClaudeCode {
             },
             &run.environment,
         )?;
-        let confinement = match &self.settings.confinement {
-            Some(confinement) => Some(self.run_confinement(
-                confinement,
-                run,
-                &[&run.run_directory, &home_directory, &config_directory],
-                &environment,
-            )?),
-            None => None,
+        let (confinement, executable) = match &self.settings.confinement {
+            Some(confinement) => {
+                // Confined, the CLI is started at its canonical path: a
+                // link to it (`/usr/local/bin/claude → /opt/…`) would have
+                // to be recreated inside, which bubblewrap cannot do in a
+                // read-only directory ("Can't create file at …").
+                let executable =
+                    find_executable(&self.settings.executable, environment.get("PATH"))
+                        .and_then(|found| std::fs::canonicalize(found).ok())
+                        .unwrap_or_else(|| self.settings.executable.clone());
+                let confinement = Self::run_confinement(
+                    confinement,
+                    run,
+                    &[&run.run_directory, &home_directory, &config_directory],
+                    &environment,
+                    &executable,
+                )?;
+                (Some(confinement), executable)
+            }
+            None => (None, self.settings.executable.clone()),
         };
         Ok(Prepared {
+            executable,
             mcp_config_path,
             prompt_path,
             environment,
@@ -448,11 +553,11 @@ impl ClaudeCode {
     /// CLI's executable, the MCP servers' executables and the system prompt
     /// file.
     fn run_confinement(
-        &self,
         configured: &Confinement,
         run: &ClaudeCodeRun,
         writable: &[&Path],
         environment: &ClaudeEnvironment,
+        executable: &Path,
     ) -> Result<Confinement, AgentError> {
         let mut confinement = configured
             .clone()
@@ -462,13 +567,11 @@ impl ClaudeCode {
             confinement = confinement.with_writable(*path);
         }
         let search_path = environment.get("PATH");
-        let executables = std::iter::once(self.settings.executable.as_path()).chain(
-            run.mcp.iter().flat_map(|mcp| {
-                mcp.servers()
-                    .values()
-                    .map(|server| server.command.as_path())
-            }),
-        );
+        let executables = std::iter::once(executable).chain(run.mcp.iter().flat_map(|mcp| {
+            mcp.servers()
+                .values()
+                .map(|server| server.command.as_path())
+        }));
         for executable in executables {
             if let Some(found) = find_executable(executable, search_path) {
                 confinement = confinement.with_readable(found);
@@ -493,6 +596,8 @@ fn find_executable(program: &Path, search_path: Option<&std::ffi::OsStr>) -> Opt
 }
 
 struct Prepared {
+    /// The CLI as started: its canonical path when confined.
+    executable: PathBuf,
     mcp_config_path: Option<PathBuf>,
     /// The prompt, given to the CLI as its standard input.
     prompt_path: PathBuf,
@@ -511,6 +616,29 @@ fn create_private_file(path: &Path) -> std::io::Result<tokio::fs::File> {
 fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
     review_sandbox::create_private_file(path)?.write_all(contents)
+}
+
+/// A run that reported success but never reached the model (0 turns, or no
+/// request through its key proxy — a planted hook that blocks the prompt
+/// ends a run like that) is a failed run, never a clean one.
+fn never_reached_the_model(mut agent_run: AgentRun, forwarded: Option<u32>) -> AgentRun {
+    if agent_run.is_success() && (agent_run.num_turns == 0 || forwarded == Some(0)) {
+        tracing::warn!(
+            turns = agent_run.num_turns,
+            model_requests = ?forwarded,
+            "Claude Code reported success without reaching the model; the run failed"
+        );
+        agent_run.outcome = AgentOutcome::ExecutionError {
+            message: format!(
+                "Claude Code reported success after {} turns and {} model requests: the run \
+                 never reached the model (a hook or setting in the checkout may have stopped \
+                 the prompt); its result is not a review",
+                agent_run.num_turns,
+                forwarded.map_or_else(|| "unknown".to_owned(), |count| count.to_string())
+            ),
+        };
+    }
+    agent_run
 }
 
 /// Turn what the CLI printed into the run's result.

@@ -45,6 +45,12 @@ impl Thinking {
 /// them all: when its first process exits, the kernel kills every other one.
 pub use review_sandbox::Containment as ProcessContainment;
 
+/// Model requests allowed per turn when no limit is configured.
+pub const MODEL_REQUESTS_PER_TURN: u32 = 8;
+
+/// Model requests allowed beyond those when no limit is configured.
+pub const MODEL_REQUESTS_SPARE: u32 = 16;
+
 /// Settings for every Claude Code run.
 #[derive(Debug, Clone)]
 pub struct ClaudeCodeSettings {
@@ -70,10 +76,14 @@ pub struct ClaudeCodeSettings {
     /// Wall-clock limit for one run; past it the CLI is killed with its
     /// process group.
     pub timeout: Duration,
-    /// `CLAUDE_CONFIG_DIR`. `None` (the default) gives every run a fresh
-    /// directory inside its run directory, so runs share no state; set it to a
-    /// logged-in Claude Code's directory (e.g. `~/.claude`) to use that login
-    /// instead of an API key.
+    /// A logged-in Claude Code's directory (e.g. `~/.claude`) whose login
+    /// the runs use instead of an API key. It is never the run's
+    /// `CLAUDE_CONFIG_DIR` and never visible to the run: every run gets a
+    /// fresh configuration directory inside its run directory, and the login
+    /// (`.credentials.json`, and the account fields of `.claude.json`, see
+    /// [`super::config_directory`]) is copied into it. Nothing a run writes
+    /// there (hooks in `settings.json`, plugins, commands, agents) reaches
+    /// another run or this directory. `None` (the default): no login copied.
     pub config_directory: Option<PathBuf>,
     /// `HOME` for the CLI and everything it runs. `None` (the default) gives
     /// every run a fresh, empty home inside its run directory: review-bot's
@@ -83,6 +93,11 @@ pub struct ClaudeCodeSettings {
     /// Names of variables copied from review-bot's environment (default
     /// [`DEFAULT_INHERITED`]). A GitHub credential is refused.
     pub inherited_environment: Vec<String>,
+    /// The most requests the run's model-key proxy forwards (the `403`s
+    /// after that end the run). `None` (the default):
+    /// [`ClaudeCodeSettings::model_request_limit`] derives it from
+    /// `max_turns`.
+    pub max_model_requests: Option<u32>,
     /// How the run's processes are held together and killed.
     pub containment: ProcessContainment,
     /// What the CLI and everything it starts (its tools, the MCP servers) may
@@ -116,9 +131,28 @@ impl ClaudeCodeSettings {
                 .iter()
                 .map(|name| (*name).to_owned())
                 .collect(),
+            max_model_requests: None,
             containment: ProcessContainment::default(),
             confinement: None,
         }
+    }
+
+    /// The model requests one run may make: `max_model_requests`, else
+    /// `8 × max_turns + 16` — one request per turn, each retried up to a few
+    /// times, with room for subagents' turns — 256 for the default 30 turns.
+    pub fn model_request_limit(&self) -> u32 {
+        self.max_model_requests.unwrap_or_else(|| {
+            self.max_turns
+                .saturating_mul(MODEL_REQUESTS_PER_TURN)
+                .saturating_add(MODEL_REQUESTS_SPARE)
+        })
+    }
+
+    /// Set [`ClaudeCodeSettings::max_model_requests`].
+    #[must_use]
+    pub fn with_max_model_requests(mut self, max_model_requests: u32) -> Self {
+        self.max_model_requests = Some(max_model_requests);
+        self
     }
 
     /// Set [`ClaudeCodeSettings::confinement`].

@@ -61,6 +61,7 @@ async fn the_proxy_refuses_any_other_key_and_stops_with_its_run() {
     let proxy = review_agent::claude::KeyProxy::start(
         &harness.server.base_url(),
         "sk-ant-scripted-model-server".into(),
+        10,
     )
     .await
     .unwrap();

@@ -3,6 +3,7 @@
 //! the shipped prompts with their override directory (`prompts`).
 
 mod confinement;
+mod isolation;
 mod key_proxy;
 mod mcp;
 mod process;

@@ -244,18 +244,52 @@ async fn check_claude_found(config: &Config) -> Check {
             "install Claude Code (npm install -g @anthropic-ai/claude-code) or set \
              agent.claude_path (REVIEW_BOT_AGENT_CLAUDE_PATH) to its path",
         )),
-        Some(path) => match output_of(&path, &["--version"]).await {
-            Ok(version) => Ok(format!("{} ({version})", path.display())),
-            Err(problem) => Err(failure(
-                problem,
-                "reinstall Claude Code, or point agent.claude_path at a working one",
+        Some(path) => match confined_version(config).await {
+            Ok(version) => Ok(format!(
+                "{} ({version}), started as a review starts it",
+                path.display()
             )),
+            Err(problem) => Err(problem),
         },
     };
     Check {
         name: "Claude Code",
         verdict,
     }
+}
+
+/// `claude --version` through the same runner, containment and confinement
+/// a review uses (issue 26): a CLI that only works unconfined (a symbolic
+/// link bubblewrap cannot recreate, an install directory not shown) fails
+/// here as it would in every review.
+async fn confined_version(config: &Config) -> Result<String, Failure> {
+    let mut settings = config.claude_settings(|_| None).with_timeout(PROBE_TIMEOUT);
+    settings.confinement = config
+        .agent_confinement(&settings.executable)
+        .map_err(|error| failure(format!("{error:#}"), "fix the sandbox settings"))?;
+    let directory = tempfile::Builder::new()
+        .prefix("review-bot-doctor-")
+        .tempdir()
+        .map_err(|error| {
+            failure(
+                format!("cannot create a temporary directory: {error}"),
+                "check that TMPDIR is writable",
+            )
+        })?;
+    ClaudeCode::new(settings)
+        .version(directory.path())
+        .await
+        .map_err(|error| {
+            let fix = match &error {
+                review_agent::AgentError::Containment { .. } => "fix the bubblewrap check",
+                review_agent::AgentError::ConfinementSetup { .. } => {
+                    "point agent.claude_path at the installed CLI itself, or at a link in a \
+                     directory the sandbox shows"
+                }
+                _ => "reinstall Claude Code, or point agent.claude_path at a working one",
+            };
+            failure(error.to_string(), fix)
+        })
 }
 
 /// One real CLI run with every flag review-bot passes, our MCP server
@@ -286,6 +320,10 @@ async fn probe_flags(config: &Config) -> Result<String, Failure> {
         .with_max_retries(0)
         .with_timeout(FLAG_PROBE_TIMEOUT);
     settings.max_budget_usd = Some(config.agent.max_budget_usd.unwrap_or(1.0));
+    // Confined as a review is, so what passes here works there.
+    settings.confinement = config
+        .agent_confinement(&settings.executable)
+        .map_err(|error| failure(format!("{error:#}"), "fix the sandbox settings"))?;
     let prompt_file = directory.path().join("system-prompt.md");
     let write = std::fs::write(&prompt_file, "review-bot doctor's flag probe.");
     write.map_err(|error| {

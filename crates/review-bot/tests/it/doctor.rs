@@ -294,3 +294,57 @@ fn the_example_file_is_a_valid_configuration() {
         "{stdout}"
     );
 }
+
+/// Issue 26: a Claude Code path that is an absolute symbolic link in another
+/// directory (`/usr/local/bin/claude → …`) works confined, and doctor checks
+/// it by starting it the way a review does (through the runner, confined).
+#[test]
+fn a_claude_path_through_an_absolute_symlink_passes_doctor_because_it_starts_confined() {
+    let Ok(binary) = review_testkit::tools::claude_binary() else {
+        return;
+    };
+    let binary = std::fs::canonicalize(binary).unwrap();
+    let sim = GithubSim::start().unwrap();
+    let bot = sim.user("review-bot");
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("usr-local-bin");
+    std::fs::create_dir(&bin).unwrap();
+    let link = bin.join("claude");
+    std::os::unix::fs::symlink(&binary, &link).unwrap();
+    let config = dir.path().join("review-bot.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "work_dir = \"{work}\"\n\n[agent]\nclaude_path = \"{link}\"\n",
+            work = dir.path().join("work").display(),
+            link = link.display(),
+        ),
+    )
+    .unwrap();
+
+    let assert = isolated(dir.path())
+        .args(["doctor"])
+        .env("REVIEW_BOT_CONFIG", &config)
+        .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
+        .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
+        .env(
+            "REVIEW_BOT_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("store.sqlite3").display()),
+        )
+        .assert();
+    let stdout = text(&assert.get_output().stdout);
+    let check_line = |name: &str| {
+        stdout
+            .lines()
+            .find(|line| line.contains(&format!(" {name}: ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let found = check_line("Claude Code");
+    assert!(
+        found.starts_with('✓') && found.contains("started as a review starts it"),
+        "{stdout}"
+    );
+    assert!(check_line("Claude Code flags").starts_with('✓'), "{stdout}");
+}

@@ -3,6 +3,7 @@
 
 mod comment_tools;
 mod hostile_arguments;
+mod planted_comments_file;
 mod present_review;
 mod reply_tools;
 mod support;
