@@ -471,6 +471,8 @@ async fn what_a_person_does_while_the_review_runs_wins_and_nothing_is_posted() {
             _ => assert_eq!(world.labels(), ["bot-review-needed"], "{case}"),
         }
     }
+}
+
 /// Issue 26: the pull request ships project settings whose hook blocks every
 /// prompt, so the CLI "succeeds" without reaching the model. That pass
 /// fails; no LGTM is posted.
