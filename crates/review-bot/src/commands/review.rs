@@ -417,10 +417,24 @@ pub(crate) fn report(
                 prefix,
                 format_args!("{}", summary_line(&failure.summary, wall)),
             );
-            ExitCode::from(1)
+            if matches!(
+                failure.error,
+                review_pipeline::review::ReviewError::Environment { .. }
+            ) {
+                // The bot's machine cannot build the repository: the
+                // operator's to fix (see README, exit codes).
+                ExitCode::from(ENVIRONMENT_FAILURE)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }
+
+/// The exit status of `review` and `step` when a build command could not
+/// start on the bot's machine (a program or toolchain is missing): not the
+/// pull request's failure, nothing was posted, the operator must act.
+pub(crate) const ENVIRONMENT_FAILURE: u8 = 3;
 
 /// The last line: where the review is, what it posted, what it cost.
 fn summary_line(summary: &ReviewSummary, wall: Duration) -> String {
