@@ -139,7 +139,10 @@ pub async fn blame(rerun: &BaseRerun<'_>, failure: &BuildFailure) -> Result<Blam
     }))
 }
 
-async fn run_on_base(rerun: &BaseRerun<'_>, failure: &BuildFailure) -> Result<BaseBuild, BaseBuildError> {
+async fn run_on_base(
+    rerun: &BaseRerun<'_>,
+    failure: &BuildFailure,
+) -> Result<BaseBuild, BaseBuildError> {
     let worktree = rerun.checkouts.checkout(&rerun.checkout).await?;
     let outcome = build_gate::run_commands(
         rerun.settings,
@@ -192,7 +195,8 @@ pub fn also_on_base_note(failure: &BuildFailure, base: &BaseFailure) -> String {
         origin = build_gate::command_origin(failure),
         head_end = failure.end,
         base_end = base.end,
-        base_sha = review_core::payload::inline_code(base.base_sha.get(..12).unwrap_or(&base.base_sha)),
+        base_sha =
+            review_core::payload::inline_code(base.base_sha.get(..12).unwrap_or(&base.base_sha)),
         head = review_core::payload::code_block(&head_shown, Some("text")),
         base_bytes = if base.output_bytes == 1 {
             "1 byte".to_owned()

@@ -292,12 +292,12 @@ pub enum BuildGateError {
     Sandbox(#[from] SandboxError),
     /// The commands are too long to hand to one shell.
     #[error(
-        "the build commands from {source} take {bytes} bytes, more than the {SCRIPT_LIMIT} one \
+        "the build commands from {origin} take {bytes} bytes, more than the {SCRIPT_LIMIT} one \
          shell is given; shorten them (put long scripts in a file of the repository and run it)"
     )]
     TooLong {
         /// Where they came from.
-        source: String,
+        origin: String,
         /// How long they are together.
         bytes: usize,
     },
@@ -439,7 +439,7 @@ pub async fn run_commands(
     let script = shell.script(&commands);
     if script.len() > SCRIPT_LIMIT {
         return Err(BuildGateError::TooLong {
-            source: found.source.name(),
+            origin: found.source.name(),
             bytes: script.len(),
         });
     }
@@ -464,7 +464,14 @@ pub async fn run_commands(
     };
     let span = tracing::info_span!("build_commands", source = %found.source.name(), commands = commands.len());
     let session = tracing::Instrument::instrument(
-        run_session(settings, &paths, &shell, &script, &found.environment, &commands),
+        run_session(
+            settings,
+            &paths,
+            &shell,
+            &script,
+            &found.environment,
+            &commands,
+        ),
         span,
     )
     .await?;
@@ -524,9 +531,9 @@ impl Shell {
     fn find(path: &OsStr) -> Self {
         for directory in std::env::split_paths(path) {
             let candidate = directory.join("bash");
-            if std::fs::metadata(&candidate)
-                .is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
-            {
+            if std::fs::metadata(&candidate).is_ok_and(|metadata| {
+                metadata.is_file() && metadata.permissions().mode() & 0o111 != 0
+            }) {
                 return Self {
                     program: candidate,
                     bash: true,
@@ -629,7 +636,10 @@ impl CommandOutput {
     }
 }
 
-fn pipe_error(action: &'static str, paths: &RunPaths<'_>) -> impl Fn(std::io::Error) -> BuildGateError {
+fn pipe_error(
+    action: &'static str,
+    paths: &RunPaths<'_>,
+) -> impl Fn(std::io::Error) -> BuildGateError {
     let path = paths.build_directory.to_owned();
     move |source| BuildGateError::File {
         action,
@@ -778,7 +788,11 @@ async fn run_session(
         }
     }
     drop(answers);
-    if !timed_out && tokio::time::timeout_at(deadline, contained.leader_exited()).await.is_err() {
+    if !timed_out
+        && tokio::time::timeout_at(deadline, contained.leader_exited())
+            .await
+            .is_err()
+    {
         timed_out = true;
     }
     let status = contained.finish().await?;
@@ -788,7 +802,7 @@ async fn run_session(
         let rest = tokio::time::timeout(DRAIN_LIMIT, async {
             loop {
                 match output.read(&mut buffer).await {
-                    Ok(0) | Err(_) => return Ok(()),
+                    Ok(0) | Err(_) => return Ok::<(), BuildGateError>(()),
                     Ok(read) => {
                         running.append(&buffer[..read]).await?;
                     }
@@ -973,11 +987,13 @@ pub fn environment_failure(end: &CommandEnd, tail: &str, worktree: &Path) -> Opt
         .iter()
         .find_map(|suffix| line.strip_suffix(suffix))
         .map(|before| before.rsplit(": ").next().unwrap_or(before))
-        .map(|program| program.trim_matches(|character| matches!(character, '\'' | '"' | '`')));
+        .map(|program| {
+            program.trim_matches(|character: char| matches!(character, '\'' | '"' | '`'))
+        });
         if let Some(program) = program.filter(|program| !program.is_empty()) {
             let path = Path::new(program);
-            let in_repository = (program.contains('/') && path.is_relative())
-                || path.starts_with(worktree);
+            let in_repository =
+                (program.contains('/') && path.is_relative()) || path.starts_with(worktree);
             if in_repository {
                 return None;
             }
@@ -1091,7 +1107,7 @@ pub fn clean_output(text: &str, own_paths: &[(String, String)]) -> String {
             },
             '\u{9b}' => {
                 // The one-character CSI.
-                while let Some(next) = characters.next() {
+                for next in characters.by_ref() {
                     if ('\u{40}'..='\u{7e}').contains(&next) {
                         break;
                     }
@@ -1246,7 +1262,10 @@ mod tests {
     fn escape_sequences_and_redrawn_lines_are_removed() {
         let text = "\u{1b}[1;31merror\u{1b}[0m \u{1b}]8;;https://x\u{1b}\\link\u{1b}]8;;\u{7} \
                     \u{1b}(Blone \u{1b}\u{9b}2Kend\n 10%\r 50%\r100%\r\nbell\u{7}\tok\n";
-        assert_eq!(clean_output(text, &[]), "error link lone end\n100%\nbell\tok\n");
+        assert_eq!(
+            clean_output(text, &[]),
+            "error link lone end\n100%\nbell\tok\n"
+        );
         // Cut in the middle of a sequence: nothing of it is shown.
         assert_eq!(clean_output("text\u{1b}[38;5", &[]), "text");
         assert_eq!(clean_output("text\u{1b}]0;tit", &[]), "text");
@@ -1277,11 +1296,17 @@ mod tests {
     #[test]
     fn environment_failures_name_what_is_missing() {
         let worktree = Path::new("/work/worktrees/o/r/pr-1");
-        let missing = |end, tail| environment_failure(&end, tail, worktree);
-        let not_installed =
-            |program: &str| Some(format!("`{program}` is not installed (not found in the build's PATH)"));
+        let missing = |end: CommandEnd, tail: &str| environment_failure(&end, tail, worktree);
+        let not_installed = |program: &str| {
+            Some(format!(
+                "`{program}` is not installed (not found in the build's PATH)"
+            ))
+        };
         assert_eq!(
-            missing(CommandEnd::Exited(127), "bash: line 3: cargo: command not found\n"),
+            missing(
+                CommandEnd::Exited(127),
+                "bash: line 3: cargo: command not found\n"
+            ),
             not_installed("cargo")
         );
         assert_eq!(

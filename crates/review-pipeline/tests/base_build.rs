@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use review_core::build_commands::{DiscoveredCommands, Source};
 use review_pipeline::base_build::{self, BaseRerun, Blame};
-use review_pipeline::build_gate::{self, BuildFailure, BuildGateSettings, DEFAULT_TIMEOUT, GateOutcome};
+use review_pipeline::build_gate::{
+    self, BuildFailure, BuildGateSettings, DEFAULT_TIMEOUT, GateOutcome,
+};
 use review_pipeline::{CheckoutRequest, CheckoutSettings, Checkouts, GitCredential};
 use review_store::Store;
 use review_testkit::github::{GithubSim, PullRequestHandle, RepoHandle};
@@ -39,7 +41,8 @@ async fn fixture(base_version: &str) -> Fixture {
         .file("src/lib.rs", "pub fn widget() -> u8 { 1 }\n")
         .create()
         .expect("repository");
-    repo.add_collaborator(TOKEN_BOT, "write").expect("collaborator");
+    repo.add_collaborator(TOKEN_BOT, "write")
+        .expect("collaborator");
     let work = tempfile::tempdir().expect("work directory");
     let checkouts = Checkouts::new(CheckoutSettings::new(work.path())).expect("checkouts");
     let store = Store::open(&review_store::sqlite_url(&work.path().join("store.db")))
@@ -109,7 +112,9 @@ impl Fixture {
             checkout: self.request(pull, pull.base_sha().unwrap()),
             run_directory: &run_directory,
         };
-        base_build::blame(&rerun, failure).await.expect("the base commit builds")
+        base_build::blame(&rerun, failure)
+            .await
+            .expect("the base commit builds")
     }
 }
 
@@ -124,7 +129,10 @@ async fn a_suite_that_fails_on_the_base_too_is_not_the_pull_requests_and_is_cach
         .open()
         .unwrap();
     let failure = fixture.head_failure(&first, "run-1").await;
-    assert_eq!((failure.index, failure.command.as_str()), (1, "sh ./tests.sh"));
+    assert_eq!(
+        (failure.index, failure.command.as_str()),
+        (1, "sh ./tests.sh")
+    );
 
     let started = Instant::now();
     let Blame::AlsoOnBase(base) = fixture.blame(&first, &failure, "run-1").await else {
@@ -134,13 +142,25 @@ async fn a_suite_that_fails_on_the_base_too_is_not_the_pull_requests_and_is_cach
     assert!(!base.cached);
     assert_eq!(base.base_sha, first.base_sha().unwrap());
     assert_eq!(base.end, "exited with status 1");
-    assert!(base.output_tail.contains("assertion failed: VERSION is not good"), "{base:?}");
+    assert!(
+        base.output_tail
+            .contains("assertion failed: VERSION is not good"),
+        "{base:?}"
+    );
     assert!(fixture.work.path().join("run-1/base/build/02.log").exists());
 
     // The review body names the command and shows both tails, escaped.
     let note = base_build::also_on_base_note(&failure, &base);
-    assert!(note.contains("`sh ./tests.sh` (command 2 of 2 from .review-bot.toml)"), "{note}");
-    assert_eq!(note.matches("assertion failed: VERSION is not good").count(), 2, "{note}");
+    assert!(
+        note.contains("`sh ./tests.sh` (command 2 of 2 from .review-bot.toml)"),
+        "{note}"
+    );
+    assert_eq!(
+        note.matches("assertion failed: VERSION is not good")
+            .count(),
+        2,
+        "{note}"
+    );
     let told = base_build::also_on_base_for_agent(&failure, &base);
     assert!(told.contains("makes that failure worse"), "{told}");
 
@@ -160,8 +180,14 @@ async fn a_suite_that_fails_on_the_base_too_is_not_the_pull_requests_and_is_cach
     };
     let cached_rerun = started.elapsed();
     assert!(base.cached);
-    assert!(!fixture.work.path().join("run-2/base").exists(), "nothing ran for the base");
-    assert!(base.output_tail.contains("assertion failed: VERSION is not good"));
+    assert!(
+        !fixture.work.path().join("run-2/base").exists(),
+        "nothing ran for the base"
+    );
+    assert!(
+        base.output_tail
+            .contains("assertion failed: VERSION is not good")
+    );
     eprintln!(
         "base-branch rerun: first {:.3} s (checkout + 2 commands), cached {:.3} s",
         first_rerun.as_secs_f64(),
@@ -180,8 +206,14 @@ async fn a_suite_the_pull_request_breaks_is_the_pull_requests() {
         .open()
         .unwrap();
     let failure = fixture.head_failure(&pull, "run-1").await;
-    assert_eq!(fixture.blame(&pull, &failure, "run-1").await, Blame::PullRequest);
+    assert_eq!(
+        fixture.blame(&pull, &failure, "run-1").await,
+        Blame::PullRequest
+    );
     // Cached too: the base passed.
-    assert_eq!(fixture.blame(&pull, &failure, "run-2").await, Blame::PullRequest);
+    assert_eq!(
+        fixture.blame(&pull, &failure, "run-2").await,
+        Blame::PullRequest
+    );
     assert!(!fixture.work.path().join("run-2/base").exists());
 }

@@ -597,7 +597,10 @@ async fn shared_caches_are_shared_by_one_repositorys_jobs_only_and_off_by_defaul
 fn operator_commands(commands: &[&str], environment: &[(&str, &str)]) -> DiscoveredCommands {
     DiscoveredCommands {
         setup: Vec::new(),
-        build: commands.iter().map(|command| (*command).to_owned()).collect(),
+        build: commands
+            .iter()
+            .map(|command| (*command).to_owned())
+            .collect(),
         test: Vec::new(),
         environment: environment
             .iter()
@@ -648,7 +651,13 @@ async fn the_commands_share_one_shell_directory_variables_and_an_activated_envir
     );
     let outcome = run(&fixture, &commands).await;
     assert!(matches!(outcome, GateOutcome::Passed { .. }), "{outcome:?}");
-    let repository = fixture.worktree().file_name().unwrap().to_str().unwrap().to_owned();
+    let repository = fixture
+        .worktree()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(
         log(&fixture, 5),
         format!("venv python\nhello from {repository} in sub with a configured variable\n")
@@ -677,7 +686,11 @@ async fn the_failing_command_is_named_even_when_an_earlier_one_forges_the_report
     assert_eq!(failure.index, 1);
     assert_eq!(failure.end, CommandEnd::Exited(4));
     assert_eq!(failure.output_tail, "second runs\n");
-    assert!(log(&fixture, 1).contains("first done"), "{}", log(&fixture, 1));
+    assert!(
+        log(&fixture, 1).contains("first done"),
+        "{}",
+        log(&fixture, 1)
+    );
     assert_eq!(log(&fixture, 2), "second runs\n");
     assert!(!fixture.run.path().join("build/03.log").exists());
 }
@@ -720,14 +733,20 @@ async fn a_missing_program_is_an_environment_failure_and_a_missing_script_is_not
     );
     // rustup's own complaint, whatever its status.
     let commands = operator_commands(
-        &["echo 'error: rustup could not choose a version of cargo to run, because one wasn'\"'\"'t specified explicitly, and no default is configured.' >&2; exit 1"],
+        &[
+            "echo 'error: rustup could not choose a version of cargo to run, because one wasn'\"'\"'t specified explicitly, and no default is configured.' >&2; exit 1",
+        ],
         &[],
     );
     let GateOutcome::EnvironmentFailure(failure) = run(&fixture, &commands).await else {
         panic!("rustup without a toolchain cannot run cargo");
     };
     assert!(
-        failure.missing.as_deref().unwrap().contains("could not choose a version of cargo"),
+        failure
+            .missing
+            .as_deref()
+            .unwrap()
+            .contains("could not choose a version of cargo"),
         "{failure:?}"
     );
 }
@@ -755,11 +774,23 @@ async fn the_comment_has_no_escape_sequences_nor_the_bots_paths_and_counts_bytes
     assert_eq!(failure.output_bytes, printed.len() as u64);
     let comment = build_gate::failure_comment(&failure);
     assert!(!comment.contains('\u{1b}'), "{comment}");
-    assert!(!comment.contains(&fixture.worktree().display().to_string()), "{comment}");
-    assert!(!comment.contains(&fixture.run.path().display().to_string()), "{comment}");
-    assert!(comment.contains("error: in ./src/lib.rs\ncache $HOME/.cargo\n"), "{comment}");
     assert!(
-        comment.contains(&format!("<summary>Its output ({} bytes)</summary>", printed.len())),
+        !comment.contains(&fixture.worktree().display().to_string()),
+        "{comment}"
+    );
+    assert!(
+        !comment.contains(&fixture.run.path().display().to_string()),
+        "{comment}"
+    );
+    assert!(
+        comment.contains("error: in ./src/lib.rs\ncache $HOME/.cargo\n"),
+        "{comment}"
+    );
+    assert!(
+        comment.contains(&format!(
+            "<summary>Its output ({} bytes)</summary>",
+            printed.len()
+        )),
         "{comment}"
     );
     assert!(

@@ -60,7 +60,10 @@ const INSERT: Sql = Sql {
 
 impl Store {
     /// The recorded base build for `key`, if any.
-    pub async fn base_build(&self, key: &BaseBuildKey<'_>) -> Result<Option<BaseBuild>, StoreError> {
+    pub async fn base_build(
+        &self,
+        key: &BaseBuildKey<'_>,
+    ) -> Result<Option<BaseBuild>, StoreError> {
         check_key(key)?;
         let Some(repository_id) = self.existing_repository_id(key.repository).await? else {
             return Ok(None);
@@ -105,7 +108,8 @@ impl Store {
             .map(|index| to_database_integer(index, "failed command index"))
             .transpose()?;
         let output_bytes = to_database_integer(build.output_bytes, "output size")?;
-        let text = |text: &Option<String>| text.as_deref().map(|text| text.replace('\0', "\u{FFFD}"));
+        let text =
+            |text: &Option<String>| text.as_deref().map(|text| text.replace('\0', "\u{FFFD}"));
         let output_tail = text(&build.output_tail).map(|tail| {
             let start = tail.ceil_char_boundary(tail.len().saturating_sub(MAX_TAIL_BYTES));
             tail[start..].to_owned()

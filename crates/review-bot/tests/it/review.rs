@@ -742,26 +742,42 @@ async fn tests_that_fail_on_the_base_branch_too_do_not_stop_the_review() {
     let output = world.review(&[]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains("fails at") && stderr(&output).contains("not this pull request's doing"),
+        stderr(&output).contains("fails at")
+            && stderr(&output).contains("not this pull request's doing"),
         "{}",
         stderr(&output)
     );
     let reviews = world.pull.reviews().unwrap();
     assert_eq!(reviews.len(), 1, "the review went ahead");
     let body = &reviews[0].body;
-    assert!(body.contains("### Build fails on the base branch too"), "{body}");
+    assert!(
+        body.contains("### Build fails on the base branch too"),
+        "{body}"
+    );
     assert!(body.contains("`sh test.sh`"), "{body}");
-    assert_eq!(body.matches("flaky on main in .").count(), 2, "both tails: {body}");
+    assert_eq!(
+        body.matches("flaky on main in .").count(),
+        2,
+        "both tails: {body}"
+    );
     assert!(!body.contains('\u{1b}'), "{body}");
     assert!(world.pull.issue_comments().unwrap().is_empty());
-    assert!(!world.labels().contains(&"bot-changes-needed".to_owned()), "{:?}", world.labels());
+    assert!(
+        !world.labels().contains(&"bot-changes-needed".to_owned()),
+        "{:?}",
+        world.labels()
+    );
     // The agent was told.
-    let told = world
-        .model
-        .all_requests()
-        .iter()
-        .any(|request| request.body.to_string().contains("fails on this pull request"));
-    assert!(told, "the passes were not told about the base branch's failure");
+    let told = world.model.all_requests().iter().any(|request| {
+        request
+            .body
+            .to_string()
+            .contains("fails on this pull request")
+    });
+    assert!(
+        told,
+        "the passes were not told about the base branch's failure"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -780,6 +796,9 @@ async fn a_missing_program_is_the_operators_problem_not_the_authors() {
     );
     assert!(world.model.all_requests().is_empty(), "the model was asked");
     assert!(world.pull.reviews().unwrap().is_empty());
-    assert!(world.pull.issue_comments().unwrap().is_empty(), "the author was blamed");
+    assert!(
+        world.pull.issue_comments().unwrap().is_empty(),
+        "the author was blamed"
+    );
     assert_eq!(world.labels(), ["bot-review-needed"]);
 }

@@ -349,7 +349,10 @@ mod tests {
             &AttemptPolicy::new(3, Duration::from_mins(1)),
             Job::Review,
         );
-        assert!(text.contains("**The bot cannot build this repository**"), "{text}");
+        assert!(
+            text.contains("**The bot cannot build this repository**"),
+            "{text}"
+        );
         assert!(text.contains("`cargo` is not installed"), "{text}");
         assert!(text.contains("not the pull request's doing"), "{text}");
     }

@@ -169,7 +169,7 @@ pub enum ReviewError {
     /// toolchain is missing): the operator's to fix, not the author's. Not
     /// reported on the pull request; `review`/`step` exit 3.
     #[error(
-        "the bot cannot build {repository}: `{command}` (from {source}) could not start: \
+        "the bot cannot build {repository}: `{command}` (from {origin}) could not start: \
          {missing}; install it for the service's user (or show it to the sandbox), check with \
          `review-bot doctor`, then retry"
     )]
@@ -179,7 +179,7 @@ pub enum ReviewError {
         /// The command.
         command: String,
         /// Where the command came from.
-        source: String,
+        origin: String,
         /// What is missing.
         missing: String,
     },
@@ -654,7 +654,7 @@ impl Job<'_> {
                 return Err(ReviewError::Environment {
                     repository,
                     command: failure.command.clone(),
-                    source: failure.source_name(),
+                    origin: failure.source_name(),
                     missing,
                 });
             }
@@ -798,6 +798,7 @@ impl Job<'_> {
         let paths: Vec<&str> = diff.files().iter().map(|file| file.path.as_str()).collect();
         let detection = review_core::platform::detect(paths);
         let run_directory = self.run_directory.clone();
+        let build_note = self.build_note.clone();
         let setup = PassSetup {
             claude: &reviewer.claude,
             prompts: &reviewer.prompts,
@@ -811,7 +812,7 @@ impl Job<'_> {
             repository: &snapshot.repository,
             number: self.request.number,
             title: &snapshot.pull_request.title,
-            build_note: self.build_note.as_deref(),
+            build_note: build_note.as_deref(),
         };
         let mut passes = Vec::new();
         for pass in [Pass::Architecture, Pass::Detailed] {
