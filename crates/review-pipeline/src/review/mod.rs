@@ -7,7 +7,11 @@
 //! 2. Snapshot what the agent may read (metadata, diff, threads with
 //!    replied-flags) into the run directory.
 //! 3. Check out the head (`checkout`), run the build + test gate
-//!    (`build_gate`); a failure plans one failure comment and no agent run.
+//!    (`build_gate`). A failure is rerun on the base commit (`base_build`):
+//!    failing there too, it is not the pull request's doing and the review
+//!    goes ahead (the body and the passes are told); otherwise it plans one
+//!    failure comment and no agent run. A command that cannot start is
+//!    [`ReviewError::Environment`]: the operator's, not posted.
 //! 4. Two passes (architecture, detailed), each a Claude Code run with our MCP
 //!    server (`agent_pass`); merge, anchor and drop repeated findings
 //!    (`compose`).
