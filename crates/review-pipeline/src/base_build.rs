@@ -98,8 +98,11 @@ pub fn commands_hash(failure: &BuildFailure) -> String {
     hasher
         .finalize()
         .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+        .fold(String::with_capacity(64), |mut hex, byte| {
+            use std::fmt::Write as _;
+            let _ = write!(hex, "{byte:02x}");
+            hex
+        })
 }
 
 /// Runs `failure`'s commands on the base commit (or finds that run in the
@@ -111,13 +114,12 @@ pub async fn blame(rerun: &BaseRerun<'_>, failure: &BuildFailure) -> Result<Blam
         base_sha: &rerun.checkout.head_sha,
         commands_hash: &hash,
     };
-    let (build, cached) = match rerun.store.base_build(&key).await? {
-        Some(build) => (build, true),
-        None => {
-            let build = run_on_base(rerun, failure).await?;
-            rerun.store.record_base_build(&key, &build).await?;
-            (build, false)
-        }
+    let (build, cached) = if let Some(build) = rerun.store.base_build(&key).await? {
+        (build, true)
+    } else {
+        let build = run_on_base(rerun, failure).await?;
+        rerun.store.record_base_build(&key, &build).await?;
+        (build, false)
     };
     tracing::info!(
         base_sha = %rerun.checkout.head_sha,

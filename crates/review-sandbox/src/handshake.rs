@@ -278,7 +278,7 @@ mod tests {
     async fn a_command_not_made_for_the_handshake_is_refused() {
         let mut command = tokio::process::Command::new("bwrap");
         command.args(["--unshare-pid", "--", "true"]);
-        let error = Pipes::install(&mut command).unwrap_err();
+        let error = Pipes::install(&mut command, Vec::new()).unwrap_err();
         assert!(
             error.to_string().contains("Containment::command"),
             "{error}"

@@ -644,23 +644,7 @@ impl Job<'_> {
                     failure.command,
                     build_gate::command_origin(&failure)
                 ));
-                let repository = self.request.repository.to_string();
-                tracing::error!(
-                    repository = %repository,
-                    command = %failure.command,
-                    source = %failure.source_name(),
-                    missing = %missing,
-                    log = %failure.log.display(),
-                    "the bot cannot build this repository: a build command could not start"
-                );
-                metrics::counter!("review_bot_environment_failures_total", "repository" => repository.clone())
-                    .increment(1);
-                return Err(ReviewError::Environment {
-                    repository,
-                    command: failure.command.clone(),
-                    origin: failure.source_name(),
-                    missing,
-                });
+                return Err(self.environment_failure(&failure, missing));
             }
             GateOutcome::Failed(failure) => {
                 step.failed(format!(
@@ -724,6 +708,32 @@ impl Job<'_> {
             }
         }
         Ok(Ok(notes))
+    }
+
+    /// A build command that could not start: told to the operator (a log
+    /// line, the metric), never to the author.
+    fn environment_failure(
+        &self,
+        failure: &build_gate::BuildFailure,
+        missing: String,
+    ) -> ReviewError {
+        let repository = self.request.repository.to_string();
+        tracing::error!(
+            repository = %repository,
+            command = %failure.command,
+            source = %failure.source_name(),
+            missing = %missing,
+            log = %failure.log.display(),
+            "the bot cannot build this repository: a build command could not start"
+        );
+        metrics::counter!("review_bot_environment_failures_total", "repository" => repository.clone())
+            .increment(1);
+        ReviewError::Environment {
+            repository,
+            command: failure.command.clone(),
+            origin: failure.source_name(),
+            missing,
+        }
     }
 
     /// Whose failure `failure` is: the same commands on the base commit
