@@ -10,6 +10,7 @@
 //! [`local`] is `review --local`: the review flow on a working tree's changes.
 //! [`daemon`] is `review-bot run`: the poller and the lease-holding scheduler.
 
+pub mod base_build;
 pub mod build_gate;
 pub mod checkout;
 pub mod ci;

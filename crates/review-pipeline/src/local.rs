@@ -615,8 +615,16 @@ impl LocalReviewer {
                 step.failed(error.to_string());
                 return Err(error.into());
             }
-            Ok(GateOutcome::Failed(failure)) => {
-                step.failed(format!("`{}` {}", failure.command, failure.end));
+            Ok(GateOutcome::Failed(failure) | GateOutcome::EnvironmentFailure(failure)) => {
+                step.failed(format!(
+                    "`{}` ({}) {}",
+                    failure.command,
+                    build_gate::command_origin(&failure),
+                    failure.missing.as_deref().map_or_else(
+                        || failure.end.to_string(),
+                        |missing| format!("could not start: {missing}")
+                    )
+                ));
                 report.timings.gate = gate_started.elapsed();
                 let failure_report = build_gate::failure_comment(&failure);
                 report.markdown = format!(
@@ -632,11 +640,12 @@ impl LocalReviewer {
                 );
                 return Ok(report);
             }
-            Ok(GateOutcome::Passed { commands }) => {
+            Ok(GateOutcome::Passed { commands, source }) => {
                 step.done(format!(
-                    "{} command{} passed",
+                    "{} command{} from {} passed",
                     commands.len(),
-                    if commands.len() == 1 { "" } else { "s" }
+                    if commands.len() == 1 { "" } else { "s" },
+                    source.name()
                 ));
                 let listed: Vec<String> = commands
                     .iter()
@@ -688,6 +697,7 @@ impl LocalReviewer {
             repository: &snapshot.repository,
             number: snapshot.pull_request.number,
             title: &snapshot.pull_request.title,
+            build_note: None,
         };
         let options = PassOptions {
             panel_socket,

@@ -2,13 +2,17 @@
 //! commands, run under real bubblewrap: passing, failing, hanging, leaving a
 //! process behind, printing megabytes, and what environment the build sees;
 //! and confined (issue 18): what a hostile build reaches of the bot's, and an
-//! ordinary build that still passes.
+//! ordinary build that still passes; one shell for all the commands, the
+//! failing one named even when an earlier one forges the shell's report, a
+//! missing program as an environment failure, and a comment without escape
+//! sequences or the bot's paths (issue 24).
 
 use std::fmt::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;
 
+use review_core::build_commands::{DiscoveredCommands, Source};
 use review_core::payload::{GITHUB_BODY_LIMIT, fits_github};
 use review_pipeline::build_gate::{
     self, BuildGateError, BuildGateSettings, CommandEnd, DEFAULT_TIMEOUT, GateOutcome, TAIL_BYTES,
@@ -103,6 +107,7 @@ async fn documented_commands_that_pass_pass_and_leave_private_logs() {
         outcome,
         GateOutcome::Passed {
             commands: vec!["./build.sh".to_owned(), "./run-tests.sh".to_owned()],
+            source: Source::Document("README.md".to_owned()),
         }
     );
     let log = fixture.run.path().join("build/02.log");
@@ -586,4 +591,210 @@ async fn shared_caches_are_shared_by_one_repositorys_jobs_only_and_off_by_defaul
     );
     // A name that is not OWNER/REPO never picks a shared home.
     assert_eq!(shared.for_repository("../etc").repository_caches, None);
+}
+
+/// `commands` (all "build", from the operator's configuration) with `environment`.
+fn operator_commands(commands: &[&str], environment: &[(&str, &str)]) -> DiscoveredCommands {
+    DiscoveredCommands {
+        setup: Vec::new(),
+        build: commands
+            .iter()
+            .map(|command| (*command).to_owned())
+            .collect(),
+        test: Vec::new(),
+        environment: environment
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect(),
+        source: Source::Operator,
+    }
+}
+
+async fn run(fixture: &Fixture, commands: &DiscoveredCommands) -> GateOutcome {
+    build_gate::run_commands(
+        &BuildGateSettings::new(DEFAULT_TIMEOUT),
+        fixture.worktree(),
+        fixture.run.path(),
+        commands,
+    )
+    .await
+    .unwrap()
+}
+
+fn log(fixture: &Fixture, number: usize) -> String {
+    std::fs::read_to_string(fixture.run.path().join(format!("build/{number:02}.log"))).unwrap()
+}
+
+#[tokio::test]
+async fn the_commands_share_one_shell_directory_variables_and_an_activated_environment() {
+    // `venv/bin/activate` as a virtualenv's: sourced, it exports a variable,
+    // puts its bin first in PATH and defines `deactivate`.
+    let fixture = Fixture::new(
+        TESTS_ONLY_README,
+        &[(
+            "make-venv.sh",
+            "mkdir -p venv/bin\n\
+             printf 'export VIRTUAL_ENV=\"$PWD/venv\"\\nPATH=\"$VIRTUAL_ENV/bin:$PATH\"\\nexport PATH\\ndeactivate() { :; }\\n' > venv/bin/activate\n\
+             printf '#!/bin/sh\\necho venv python\\n' > venv/bin/python\n\
+             chmod +x venv/bin/python",
+        )],
+    );
+    let commands = operator_commands(
+        &[
+            "./make-venv.sh",
+            ". venv/bin/activate",
+            "export GREETING=\"hello from $(basename \"$PWD\")\"",
+            "mkdir -p sub && cd sub",
+            "type deactivate >/dev/null && python && echo \"$GREETING in $(basename \"$PWD\") with $CONFIGURED\"",
+        ],
+        &[("CONFIGURED", "a configured variable")],
+    );
+    let outcome = run(&fixture, &commands).await;
+    assert!(matches!(outcome, GateOutcome::Passed { .. }), "{outcome:?}");
+    let repository = fixture
+        .worktree()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        log(&fixture, 5),
+        format!("venv python\nhello from {repository} in sub with a configured variable\n")
+    );
+}
+
+#[tokio::test]
+async fn the_failing_command_is_named_even_when_an_earlier_one_forges_the_report() {
+    let fixture = Fixture::new(TESTS_ONLY_README, &[]);
+    let commands = operator_commands(
+        &[
+            // Prints what the shell reports, and tries the report pipe
+            // itself (closed for it) and a file standing for it.
+            "echo 'end 1 0'; echo 'end 2 0'; echo 'end 3 0' >&2; \
+             printf 'end 2 0\\n' >&5; printf 'end 2 0\\n' >/proc/self/fd/5; \
+             echo 'end 2 0' > report; echo first done",
+            "echo second runs; exit 4",
+            "echo third must not run",
+        ],
+        &[],
+    );
+    let GateOutcome::Failed(failure) = run(&fixture, &commands).await else {
+        panic!("the second command exits 4");
+    };
+    assert_eq!(failure.command, "echo second runs; exit 4");
+    assert_eq!(failure.index, 1);
+    assert_eq!(failure.end, CommandEnd::Exited(4));
+    assert_eq!(failure.output_tail, "second runs\n");
+    assert!(
+        log(&fixture, 1).contains("first done"),
+        "{}",
+        log(&fixture, 1)
+    );
+    assert_eq!(log(&fixture, 2), "second runs\n");
+    assert!(!fixture.run.path().join("build/03.log").exists());
+}
+
+#[tokio::test]
+async fn a_command_that_ends_the_shell_early_is_the_failure() {
+    let fixture = Fixture::new(TESTS_ONLY_README, &[]);
+    let commands = operator_commands(&["echo one", "exit 0", "echo never"], &[]);
+    let GateOutcome::Failed(failure) = run(&fixture, &commands).await else {
+        panic!("`exit 0` ends the shell before the third command");
+    };
+    assert_eq!((failure.index, failure.end), (1, CommandEnd::EndedTheShell));
+    let commands = operator_commands(&["echo one", "set -e", "false", "echo never"], &[]);
+    let GateOutcome::Failed(failure) = run(&fixture, &commands).await else {
+        panic!("`false` under `set -e` ends the shell");
+    };
+    assert_eq!((failure.index, failure.end), (2, CommandEnd::Exited(1)));
+}
+
+#[tokio::test]
+async fn a_missing_program_is_an_environment_failure_and_a_missing_script_is_not() {
+    let fixture = Fixture::new(TESTS_ONLY_README, &[]);
+    let commands = operator_commands(&["echo setup", "no-such-toolchain-cargo build"], &[]);
+    let GateOutcome::EnvironmentFailure(failure) = run(&fixture, &commands).await else {
+        panic!("a program that is not installed cannot start");
+    };
+    assert_eq!(failure.index, 1);
+    assert_eq!(failure.end, CommandEnd::Exited(127));
+    assert_eq!(
+        failure.missing.as_deref(),
+        Some("`no-such-toolchain-cargo` is not installed (not found in the build's PATH)")
+    );
+    // The repository's own script, missing: whose doing that is, the base
+    // branch decides.
+    let commands = operator_commands(&["./scripts/missing.sh"], &[]);
+    let outcome = run(&fixture, &commands).await;
+    assert!(
+        matches!(&outcome, GateOutcome::Failed(failure) if failure.end == CommandEnd::Exited(127)),
+        "{outcome:?}"
+    );
+    // rustup's own complaint, whatever its status.
+    let commands = operator_commands(
+        &[
+            "echo 'error: rustup could not choose a version of cargo to run, because one wasn'\"'\"'t specified explicitly, and no default is configured.' >&2; exit 1",
+        ],
+        &[],
+    );
+    let GateOutcome::EnvironmentFailure(failure) = run(&fixture, &commands).await else {
+        panic!("rustup without a toolchain cannot run cargo");
+    };
+    assert!(
+        failure
+            .missing
+            .as_deref()
+            .unwrap()
+            .contains("could not choose a version of cargo"),
+        "{failure:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_comment_has_no_escape_sequences_nor_the_bots_paths_and_counts_bytes_right() {
+    let fixture = Fixture::new(TESTS_ONLY_README, &[]);
+    // 87 bytes of output with colours, a title escape, and the bot's paths.
+    let commands = operator_commands(
+        &[
+            "printf '\\033]0;title\\007\\033[1;31merror\\033[0m: in %s/src/lib.rs\\n' \"$PWD\"; \
+             printf 'cache %s/.cargo\\n' \"$HOME\"; exit 2",
+        ],
+        &[],
+    );
+    let GateOutcome::Failed(failure) = run(&fixture, &commands).await else {
+        panic!("the command exits 2");
+    };
+    let printed = format!(
+        "\u{1b}]0;title\u{7}\u{1b}[1;31merror\u{1b}[0m: in {}/src/lib.rs\ncache {}/.cargo\n",
+        fixture.worktree().display(),
+        fixture.run.path().join("build/home").display()
+    );
+    assert_eq!(failure.output_tail, printed);
+    assert_eq!(failure.output_bytes, printed.len() as u64);
+    let comment = build_gate::failure_comment(&failure);
+    assert!(!comment.contains('\u{1b}'), "{comment}");
+    assert!(
+        !comment.contains(&fixture.worktree().display().to_string()),
+        "{comment}"
+    );
+    assert!(
+        !comment.contains(&fixture.run.path().display().to_string()),
+        "{comment}"
+    );
+    assert!(
+        comment.contains("error: in ./src/lib.rs\ncache $HOME/.cargo\n"),
+        "{comment}"
+    );
+    assert!(
+        comment.contains(&format!(
+            "<summary>Its output ({} bytes)</summary>",
+            printed.len()
+        )),
+        "{comment}"
+    );
+    assert!(
+        comment.contains("exited with status 2, so this pull request was not reviewed (the only command from configuration)"),
+        "{comment}"
+    );
 }

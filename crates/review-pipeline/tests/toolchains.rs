@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use review_core::build_commands::{DiscoveredCommands, Source};
 use review_pipeline::build_gate::{
     self, BuildGateSettings, CommandEnd, DEFAULT_TIMEOUT, GateOutcome, ProbeOutcome,
 };
@@ -78,7 +79,13 @@ impl Work {
             ],
         );
         let run = self.root.path().join("runs").join(job);
-        let commands: Vec<String> = commands.iter().map(|&command| command.to_owned()).collect();
+        let commands = DiscoveredCommands {
+            setup: Vec::new(),
+            build: commands.iter().map(|&command| command.to_owned()).collect(),
+            test: Vec::new(),
+            environment: std::collections::BTreeMap::new(),
+            source: Source::Operator,
+        };
         let settings = self.settings().for_repository(repository);
         let started = Instant::now();
         let outcome = build_gate::run_commands(&settings, &worktree, &run, &commands)
@@ -86,7 +93,7 @@ impl Work {
             .unwrap();
         let elapsed = started.elapsed();
         let mut logs = String::new();
-        for index in 1..=commands.len() {
+        for index in 1..=commands.build.len() {
             let log = run.join(format!("build/{index:02}.log"));
             logs.push_str(&std::fs::read_to_string(log).unwrap_or_default());
         }

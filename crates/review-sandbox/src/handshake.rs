@@ -71,7 +71,10 @@ impl Pipes {
     /// Make the pipes and hand their other ends to `command`, which must
     /// begin with [`ARGUMENTS`], at the descriptors those name. The command
     /// keeps its ends (our copies) until it is dropped.
-    pub(crate) fn install(command: &mut tokio::process::Command) -> std::io::Result<Self> {
+    pub(crate) fn install(
+        command: &mut tokio::process::Command,
+        descriptors: Vec<FdMapping>,
+    ) -> std::io::Result<Self> {
         let arguments = command.as_std().get_args().take(ARGUMENTS.len());
         if !arguments.eq(ARGUMENTS.iter().map(OsStr::new)) {
             return Err(std::io::Error::other(
@@ -81,17 +84,21 @@ impl Pipes {
         }
         let (info, info_end) = std::io::pipe()?;
         let (block_end, release) = std::io::pipe()?;
+        // One mapping for all the descriptors: two separate ones could each
+        // overwrite a descriptor the other is about to move.
+        let mut mappings = vec![
+            FdMapping {
+                parent_fd: info_end.into(),
+                child_fd: INFO_FD,
+            },
+            FdMapping {
+                parent_fd: block_end.into(),
+                child_fd: BLOCK_FD,
+            },
+        ];
+        mappings.extend(descriptors);
         command
-            .fd_mappings(vec![
-                FdMapping {
-                    parent_fd: info_end.into(),
-                    child_fd: INFO_FD,
-                },
-                FdMapping {
-                    parent_fd: block_end.into(),
-                    child_fd: BLOCK_FD,
-                },
-            ])
+            .fd_mappings(mappings)
             .map_err(std::io::Error::other)?;
         Ok(Self { info, release })
     }
@@ -271,7 +278,7 @@ mod tests {
     async fn a_command_not_made_for_the_handshake_is_refused() {
         let mut command = tokio::process::Command::new("bwrap");
         command.args(["--unshare-pid", "--", "true"]);
-        let error = Pipes::install(&mut command).unwrap_err();
+        let error = Pipes::install(&mut command, Vec::new()).unwrap_err();
         assert!(
             error.to_string().contains("Containment::command"),
             "{error}"

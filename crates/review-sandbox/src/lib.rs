@@ -55,6 +55,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
+use command_fds::{CommandFdExt as _, FdMapping};
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
@@ -342,6 +343,32 @@ impl Contained {
         program: impl AsRef<Path>,
         command: &mut tokio::process::Command,
     ) -> Result<Self, SandboxError> {
+        Self::spawn_with_descriptors(containment, program, command, Vec::new())
+    }
+
+    /// [`Contained::spawn`], handing the command `descriptors` besides its
+    /// standard streams: each `(ours, theirs)` is our descriptor and the
+    /// number the command finds it at (not 0–4: 3 and 4 are the handshake's
+    /// under bubblewrap). Ours are closed in this process once the command
+    /// has started and `command` is dropped.
+    pub fn spawn_with_descriptors(
+        containment: &Containment,
+        program: impl AsRef<Path>,
+        command: &mut tokio::process::Command,
+        descriptors: Vec<(std::os::fd::OwnedFd, i32)>,
+    ) -> Result<Self, SandboxError> {
+        if descriptors.iter().any(|(_, theirs)| *theirs <= 4) {
+            return Err(SandboxError::Process(std::io::Error::other(
+                "descriptors 0 to 4 are the command's standard streams and the handshake's",
+            )));
+        }
+        let descriptors: Vec<FdMapping> = descriptors
+            .into_iter()
+            .map(|(parent_fd, child_fd)| FdMapping {
+                parent_fd,
+                child_fd,
+            })
+            .collect();
         if *containment == Containment::ProcessGroupOnly {
             tracing::warn!(
                 program = %program.as_ref().display(),
@@ -352,9 +379,16 @@ impl Contained {
         let pipes = match containment {
             Containment::PidNamespace { bwrap } => Some((
                 bwrap.clone(),
-                handshake::Pipes::install(command).map_err(SandboxError::Process)?,
+                handshake::Pipes::install(command, descriptors).map_err(SandboxError::Process)?,
             )),
-            Containment::ProcessGroupOnly => None,
+            Containment::ProcessGroupOnly => {
+                if !descriptors.is_empty() {
+                    command
+                        .fd_mappings(descriptors)
+                        .map_err(|error| SandboxError::Process(std::io::Error::other(error)))?;
+                }
+                None
+            }
         };
         let child = command.spawn().map_err(|source| match containment {
             Containment::PidNamespace { bwrap } => SandboxError::Containment {

@@ -16,9 +16,12 @@
 //!   [`Store::record_posted_comments`], [`Store::posted_fingerprints`]);
 //! - job leases ([`Store::claim`], [`Store::renew`], [`Store::release`]);
 //! - job attempts, for backing off from a failing job and handing it to a human
-//!   ([`Store::record_job_failure`], [`Store::job_attempts`], …).
+//!   ([`Store::record_job_failure`], [`Store::job_attempts`], …);
+//! - base-branch builds, so the build gate runs a base commit's commands once
+//!   ([`Store::base_build`], [`Store::record_base_build`]).
 
 mod attempts;
+mod base_builds;
 mod dialect;
 mod error;
 mod fingerprints;
@@ -37,6 +40,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use attempts::{JobAttempts, JobKey};
+pub use base_builds::{BaseBuild, BaseBuildKey};
 pub use error::StoreError;
 pub use fingerprints::{Fingerprint, InlineComment};
 pub use leases::Lease;

@@ -42,6 +42,11 @@ pub(crate) const SQLITE: &[EmbeddedMigration] = &[
         description: "job_attempts",
         sql: include_str!("../migrations/sqlite/0003_job_attempts.sql"),
     },
+    EmbeddedMigration {
+        version: 4,
+        description: "base_builds",
+        sql: include_str!("../migrations/sqlite/0004_base_builds.sql"),
+    },
 ];
 
 /// PostgreSQL's migrations, oldest first.
@@ -61,10 +66,15 @@ pub(crate) const POSTGRES: &[EmbeddedMigration] = &[
         description: "job_attempts",
         sql: include_str!("../migrations/postgres/0003_job_attempts.sql"),
     },
+    EmbeddedMigration {
+        version: 4,
+        description: "base_builds",
+        sql: include_str!("../migrations/postgres/0004_base_builds.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The table sqlx's migrator records applied migrations in.
 pub(crate) const MIGRATIONS_TABLE: &str = "_sqlx_migrations";

@@ -7,7 +7,8 @@
 //! while a step runs when standard error is a terminal), and its report the
 //! summary line and the exit code: 0 when the flow completed (findings or
 //! not, or nothing to do), 1 when it ended on an error (reported on the pull
-//! request when it could be), 2 on bad usage or configuration. `--dry-run`
+//! request when it could be), 2 on bad usage or configuration, 3 when a build
+//! command could not start on the bot's machine (not reported). `--dry-run`
 //! prints the review it would post on standard output.
 
 use std::io::IsTerminal as _;
@@ -402,8 +403,18 @@ pub(crate) fn report(
         Err(failure) => {
             // The error's text already carries its causes.
             say(prefix, format_args!("error: {}", failure.error));
+            let environment = matches!(
+                failure.error,
+                review_pipeline::review::ReviewError::Environment { .. }
+            );
             match failure.reported {
                 Some(url) => say(prefix, format_args!("reported on the pull request: {url}")),
+                None if environment => say(
+                    prefix,
+                    format_args!(
+                        "not reported on the pull request: it is not the author's to fix                          (the daemon retries it with the attempt backoff)"
+                    ),
+                ),
                 None => say(
                     prefix,
                     format_args!("the failure could not be reported on the pull request"),
@@ -413,10 +424,21 @@ pub(crate) fn report(
                 prefix,
                 format_args!("{}", summary_line(&failure.summary, wall)),
             );
-            ExitCode::from(1)
+            if environment {
+                // The bot's machine cannot build the repository: the
+                // operator's to fix (see README, exit codes).
+                ExitCode::from(ENVIRONMENT_FAILURE)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }
+
+/// The exit status of `review` and `step` when a build command could not
+/// start on the bot's machine (a program or toolchain is missing): not the
+/// pull request's failure, nothing was posted, the operator must act.
+pub(crate) const ENVIRONMENT_FAILURE: u8 = 3;
 
 /// The last line: where the review is, what it posted, what it cost.
 fn summary_line(summary: &ReviewSummary, wall: Duration) -> String {

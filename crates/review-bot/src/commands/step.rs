@@ -11,7 +11,8 @@
 //! Glue only, sharing `review`'s configuration, clients, progress printer
 //! and exit codes: 0 when the step completed (whatever it found, or nothing
 //! to do), 1 when it ended on an error (reported on the pull request when it
-//! could be), 2 on bad usage or configuration. Should a pull request carry
+//! could be), 2 on bad usage or configuration, 3 when a build command could
+//! not start on the bot's machine (see `review`). Should a pull request carry
 //! several trigger labels, the first in the loop's order (review, changes,
 //! CI) runs; the step's label change removes the others.
 

@@ -516,7 +516,12 @@ async fn a_pass_that_never_reached_the_model_fails_the_review_and_posts_no_lgtm(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_tests_get_the_failure_comment_and_no_agent_run() {
     let script = Script::new([Turn::text("never asked")]);
-    let Some(world) = World::start(script, "echo 'assertion failed: 2 + 2 == 5'\nexit 3\n").await
+    // The pull request's change is what breaks the test (the base passes it).
+    let Some(world) = World::start(
+        script,
+        "if grep -q 'fn five' src/lib.rs; then echo 'assertion failed: 2 + 2 == 5'; exit 3; fi\n",
+    )
+    .await
     else {
         return;
     };
@@ -804,7 +809,7 @@ async fn a_hostile_build_reaches_nothing_of_the_bots_and_its_plants_never_run() 
          mkdir -p \"$common/hooks\" && printf '#!/bin/sh\\ntouch {outside_path}/hook-ran\\n' > \"$common/hooks/post-checkout\" && chmod +x \"$common/hooks/post-checkout\"\n\
          git config core.fsmonitor 'touch {outside_path}/fsmonitor-ran'\n\
          echo '== done'\n\
-         exit 1\n"
+         if grep -q 'fn five' src/lib.rs; then exit 1; fi\n"
     );
     let script = Script::new([Turn::text("never asked")]);
     let Some(world) = World::start(script, &hostile).await else {
@@ -863,4 +868,83 @@ async fn a_hostile_build_reaches_nothing_of_the_bots_and_its_plants_never_run() 
         "a planted fsmonitor ran"
     );
     assert!(world.model.all_requests().is_empty(), "the model was asked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tests_that_fail_on_the_base_branch_too_do_not_stop_the_review() {
+    // The suite fails with and without the pull request: not its doing.
+    let script = Script::new([
+        Turn::text("No architectural concerns."),
+        Turn::text("No issues found."),
+    ]);
+    let Some(world) = World::start(
+        script,
+        "echo \"\\033[31mflaky on main\\033[0m in $PWD\"\nexit 1\n",
+    )
+    .await
+    else {
+        return;
+    };
+    let output = world.review(&[]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("fails at")
+            && stderr(&output).contains("not this pull request's doing"),
+        "{}",
+        stderr(&output)
+    );
+    let reviews = world.pull.reviews().unwrap();
+    assert_eq!(reviews.len(), 1, "the review went ahead");
+    let body = &reviews[0].body;
+    assert!(
+        body.contains("### Build fails on the base branch too"),
+        "{body}"
+    );
+    assert!(body.contains("`sh test.sh`"), "{body}");
+    assert_eq!(
+        body.matches("flaky on main in .").count(),
+        2,
+        "both tails: {body}"
+    );
+    assert!(!body.contains('\u{1b}'), "{body}");
+    assert!(world.pull.issue_comments().unwrap().is_empty());
+    assert!(
+        !world.labels().contains(&"bot-changes-needed".to_owned()),
+        "{:?}",
+        world.labels()
+    );
+    // The agent was told.
+    let told = world.model.all_requests().iter().any(|request| {
+        request
+            .body
+            .to_string()
+            .contains("fails on this pull request")
+    });
+    assert!(
+        told,
+        "the passes were not told about the base branch's failure"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_program_is_the_operators_problem_not_the_authors() {
+    let script = Script::new([Turn::text("never asked")]);
+    let Some(world) = World::start(script, "no-such-compiler --version\n").await else {
+        return;
+    };
+    let output = world.review(&[]).await;
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("the bot cannot build acme/widgets")
+            && stderr(&output).contains("`no-such-compiler` is not installed"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(world.model.all_requests().is_empty(), "the model was asked");
+    assert!(world.pull.reviews().unwrap().is_empty());
+    assert!(
+        world.pull.issue_comments().unwrap().is_empty(),
+        "the author was blamed"
+    );
+    assert_eq!(world.labels(), ["bot-review-needed"]);
 }

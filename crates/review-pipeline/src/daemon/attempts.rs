@@ -273,6 +273,10 @@ pub async fn hand_over(
     Ok(url)
 }
 
+/// How an environment failure's public summary begins
+/// (`ReviewError::public_summary`).
+pub const CANNOT_BUILD: &str = "the bot cannot build this repository";
+
 /// The hand-over comment: what kept failing, and how to hand it back.
 fn hand_over_comment(attempts: &JobAttempts, policy: &AttemptPolicy, job: Job) -> String {
     let (work, trigger) = match job {
@@ -285,11 +289,21 @@ fn hand_over_comment(attempts: &JobAttempts, policy: &AttemptPolicy, job: Job) -
         .last_error
         .as_deref()
         .map_or_else(|| "(not recorded)".to_owned(), single_line);
+    // A build command that cannot start on the bot's machine (the review
+    // flow's `ReviewError::Environment`): say so plainly, it is not the
+    // author's to fix.
+    let cannot_build = if last_error.starts_with(CANNOT_BUILD) {
+        "\n\n**The bot cannot build this repository** on its machine: a program or toolchain \
+         its build commands need is missing. This is not the pull request's doing; the bot's \
+         operator must install it (`review-bot doctor` names what is missing)."
+    } else {
+        ""
+    };
     format!(
         "### ✋ review-bot stops here: {failures} failed attempts\n\n\
          The bot tried to {work} this pull request at {head} {failures} times and every attempt \
          failed (the limit is {limit}, `agent.max_attempts`), so it will not try again on its \
-         own. The last attempt's error: {last_error}\n\n\
+         own. The last attempt's error: {last_error}{cannot_build}\n\n\
          To hand it back to the bot, push a new commit, or replace `bot-human-intervention` with \
          `{trigger}` once the cause is fixed.",
         failures = attempts.failures,
@@ -313,6 +327,34 @@ mod tests {
         assert_eq!(policy.backoff(u32::MAX), MAX_BACKOFF);
         assert_eq!(policy.backoff(0), Duration::from_mins(2));
         assert_eq!(AttemptPolicy::new(0, Duration::ZERO).max_attempts, 1);
+    }
+
+    #[test]
+    fn the_hand_over_says_plainly_when_the_bot_cannot_build_the_repository() {
+        let attempts = JobAttempts {
+            repository: "acme/widgets".to_owned(),
+            pull_request: 7,
+            kind: JobKind::Review,
+            head_sha: "0123456789abcdef0123".to_owned(),
+            failures: 3,
+            last_error: Some(format!(
+                "{CANNOT_BUILD}: `cargo build` could not start (`cargo` is not installed)"
+            )),
+            retry_in: Duration::ZERO,
+            handed_over_at: None,
+            updated_at: chrono::Utc::now(),
+        };
+        let text = hand_over_comment(
+            &attempts,
+            &AttemptPolicy::new(3, Duration::from_mins(1)),
+            Job::Review,
+        );
+        assert!(
+            text.contains("**The bot cannot build this repository**"),
+            "{text}"
+        );
+        assert!(text.contains("`cargo` is not installed"), "{text}");
+        assert!(text.contains("not the pull request's doing"), "{text}");
     }
 
     #[test]

@@ -63,6 +63,10 @@ pub struct PassSetup<'a> {
     pub number: u64,
     /// Its title (untrusted).
     pub title: &'a str,
+    /// What the passes are told about the build besides the prompt (a
+    /// command that fails on the base branch too), appended to the user
+    /// message.
+    pub build_note: Option<&'a str>,
 }
 
 /// A pass that ran to its end.
@@ -210,6 +214,10 @@ pub async fn run_pass_with(
             review_user_message_with_base(pass, setup.repository, setup.number, setup.title, base)
         }
         None => review_user_message(pass, setup.repository, setup.number, setup.title),
+    };
+    let message = match setup.build_note {
+        Some(note) => format!("{message}\n\n{note}"),
+        None => message,
     };
     let run = ClaudeCodeRun::new(message, setup.worktree, &agent_directory)
         .with_system_prompt_file(&prompt_path)

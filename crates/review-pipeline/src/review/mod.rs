@@ -7,7 +7,11 @@
 //! 2. Snapshot what the agent may read (metadata, diff, threads with
 //!    replied-flags) into the run directory.
 //! 3. Check out the head (`checkout`), run the build + test gate
-//!    (`build_gate`); a failure plans one failure comment and no agent run.
+//!    (`build_gate`). A failure is rerun on the base commit (`base_build`):
+//!    failing there too, it is not the pull request's doing and the review
+//!    goes ahead (the body and the passes are told); otherwise it plans one
+//!    failure comment and no agent run. A command that cannot start is
+//!    [`ReviewError::Environment`]: the operator's, not posted.
 //! 4. Two passes (architecture, detailed), each a Claude Code run with our MCP
 //!    server (`agent_pass`); merge, anchor and drop repeated findings
 //!    (`compose`).
@@ -39,6 +43,7 @@ use review_mcp::github_snapshot::{GitHubPullRequest, snapshot_from_github};
 use review_store::{JobKind, NewRun, Store, StoreError};
 use uuid::Uuid;
 
+use crate::base_build::{self, Blame};
 use crate::build_gate::{self, BuildGateError, BuildGateSettings, GateOutcome};
 use crate::checkout::{CheckoutError, CheckoutRequest, Checkouts};
 use crate::git::GitCredential;
@@ -164,6 +169,24 @@ pub enum ReviewError {
     /// The build gate could not run (not a build failure: those are reviews).
     #[error(transparent)]
     BuildGate(#[from] BuildGateError),
+    /// A build command could not start on the bot's machine (a program or
+    /// toolchain is missing): the operator's to fix, not the author's. Not
+    /// reported on the pull request; `review`/`step` exit 3.
+    #[error(
+        "the bot cannot build {repository}: `{command}` (from {origin}) could not start: \
+         {missing}; install it for the service's user (or show it to the sandbox), check with \
+         `review-bot doctor`, then retry"
+    )]
+    Environment {
+        /// The repository.
+        repository: String,
+        /// The command.
+        command: String,
+        /// Where the command came from.
+        origin: String,
+        /// What is missing.
+        missing: String,
+    },
     /// A pass failed.
     #[error("the {} pass failed: {source}", pass_name(*pass))]
     Pass {
@@ -191,6 +214,13 @@ impl ReviewError {
                 "the build and test commands could not be started (details in the bot's log)"
                     .to_owned()
             }
+            Self::Environment {
+                command, missing, ..
+            } => format!(
+                "{}: {} could not start ({missing}); the operator has been told",
+                crate::daemon::attempts::CANNOT_BUILD,
+                review_core::payload::inline_code(command)
+            ),
             Self::Pass { pass, source } => {
                 format!(
                     "the {} pass failed: {}",
@@ -249,6 +279,9 @@ struct Job<'a> {
     /// Set once the first write of the plan is under way: a failure from then
     /// on is "finishing the review failed", not "nothing was posted".
     posting: bool,
+    /// What the agent passes are told about the build: a command that fails
+    /// on the base branch too.
+    build_note: Option<String>,
 }
 
 impl Reviewer {
@@ -349,6 +382,7 @@ impl Reviewer {
             pull_request,
             review_id,
             posting: false,
+            build_note: None,
         };
         job.run().await
     }
@@ -666,12 +700,37 @@ impl Job<'_> {
             }
         };
         match gate {
+            GateOutcome::EnvironmentFailure(failure) => {
+                let missing = failure.missing.clone().unwrap_or_default();
+                step.failed(format!(
+                    "`{}` ({}) could not start: {missing}",
+                    failure.command,
+                    build_gate::command_origin(&failure)
+                ));
+                return Err(self.environment_failure(&failure, missing));
+            }
             GateOutcome::Failed(failure) => {
-                step.failed(format!("`{}` {}", failure.command, failure.end));
+                step.failed(format!(
+                    "`{}` ({}) {}",
+                    failure.command,
+                    build_gate::command_origin(&failure),
+                    failure.end
+                ));
+                let base = self.base_blame(&failure).await;
+                if let Blame::AlsoOnBase(base) = &base {
+                    notes.push(base_build::also_on_base_note(&failure, base));
+                    self.build_note = Some(base_build::also_on_base_for_agent(&failure, base));
+                    return Ok(Ok(notes));
+                }
                 let thread = Uuid::new_v5(&self.review_id.0, b"build-failure");
                 let latest = latest_review_id(snapshot);
                 let body = review_core::payload::with_footer(
-                    &build_gate::failure_comment(&failure),
+                    &format!(
+                        "{}\n\nThe same commands pass on the base branch ({}), so this failure \
+                         is the pull request's.",
+                        build_gate::failure_comment(&failure),
+                        review_core::payload::inline_code(short_sha(&self.pull_request.base_sha)),
+                    ),
                     &Footer::after_review(latest, ThreadId(thread)).render(),
                 );
                 return Ok(Err(self.plan(
@@ -682,17 +741,24 @@ impl Job<'_> {
                     },
                 )));
             }
-            GateOutcome::Passed { commands } => {
+            GateOutcome::Passed { commands, source } => {
                 step.done(format!(
-                    "{} command{} passed",
+                    "{} command{} from {} passed",
                     commands.len(),
-                    if commands.len() == 1 { "" } else { "s" }
+                    if commands.len() == 1 { "" } else { "s" },
+                    source.name()
                 ));
                 let listed: Vec<String> = commands
                     .iter()
                     .map(|command| review_core::payload::inline_code(command))
                     .collect();
-                notes.push(format!("_Build and tests passed: {}._", listed.join(", ")));
+                notes.push(format!(
+                    "_Build and tests passed ({} command{} from {}): {}._",
+                    commands.len(),
+                    if commands.len() == 1 { "" } else { "s" },
+                    review_core::payload::single_line(&source.name()),
+                    listed.join(", ")
+                ));
             }
             GateOutcome::NoCommands { searched } => {
                 step.done("no commands documented; skipped");
@@ -707,6 +773,96 @@ impl Job<'_> {
         Ok(Ok(notes))
     }
 
+    /// A build command that could not start: told to the operator (a log
+    /// line, the metric), never to the author.
+    fn environment_failure(
+        &self,
+        failure: &build_gate::BuildFailure,
+        missing: String,
+    ) -> ReviewError {
+        let repository = self.request.repository.to_string();
+        tracing::error!(
+            repository = %repository,
+            command = %failure.command,
+            source = %failure.source_name(),
+            missing = %missing,
+            log = %failure.log.display(),
+            "the bot cannot build this repository: a build command could not start"
+        );
+        metrics::counter!("review_bot_environment_failures_total", "repository" => repository.clone())
+            .increment(1);
+        ReviewError::Environment {
+            repository,
+            command: failure.command.clone(),
+            origin: failure.source_name(),
+            missing,
+        }
+    }
+
+    /// Whose failure `failure` is: the same commands on the base commit
+    /// ([`base_build::blame`]; cached per base commit). When the base cannot
+    /// be built at all, the pull request is blamed, as without a rerun.
+    async fn base_blame(&mut self, failure: &build_gate::BuildFailure) -> Blame {
+        let reviewer = self.reviewer;
+        let repository = &self.request.repository;
+        let step = self.progress.step("base branch");
+        let credential = match reviewer.github.git_token(repository).await {
+            Ok(token) => Some(GitCredential::new(token)),
+            Err(error) => {
+                step.failed(error.to_string());
+                return Blame::PullRequest;
+            }
+        };
+        let settings = reviewer
+            .settings
+            .build_gate
+            .for_repository(&repository.to_string());
+        let rerun = base_build::BaseRerun {
+            settings: &settings,
+            checkouts: &reviewer.checkouts,
+            store: &reviewer.store,
+            checkout: CheckoutRequest {
+                repository: repository.to_string(),
+                clone_url: self
+                    .pull_request
+                    .base_clone_url
+                    .clone()
+                    .unwrap_or_else(|| format!("https://github.com/{repository}.git")),
+                number: self.request.number,
+                base_ref: self.pull_request.base_branch.clone(),
+                head_sha: self.pull_request.base_sha.clone(),
+                credential,
+            },
+            run_directory: &self.run_directory.join("base"),
+        };
+        let started = std::time::Instant::now();
+        match base_build::blame(&rerun, failure).await {
+            Ok(blame) => {
+                let cached = matches!(&blame, Blame::AlsoOnBase(base) if base.cached);
+                step.done(match &blame {
+                    Blame::AlsoOnBase(_) => format!(
+                        "`{}` fails at {} too{}; not this pull request's doing, reviewing",
+                        failure.command,
+                        short_sha(&self.pull_request.base_sha),
+                        if cached { " (cached)" } else { "" }
+                    ),
+                    Blame::PullRequest => format!(
+                        "the base at {} does not fail this way ({:.1} s); the failure is the pull \
+                         request's",
+                        short_sha(&self.pull_request.base_sha),
+                        started.elapsed().as_secs_f64()
+                    ),
+                });
+                blame
+            }
+            Err(error) => {
+                step.failed(error.to_string());
+                tracing::warn!(%error, "could not build the base commit; blaming the pull request");
+                Blame::PullRequest
+            }
+        }
+    }
+
     /// The two agent passes, each recorded in the store.
     async fn passes(
         &mut self,
@@ -719,6 +875,7 @@ impl Job<'_> {
         let paths: Vec<&str> = diff.files().iter().map(|file| file.path.as_str()).collect();
         let detection = review_core::platform::detect(paths);
         let run_directory = self.run_directory.clone();
+        let build_note = self.build_note.clone();
         let setup = PassSetup {
             claude: &reviewer.claude,
             prompts: &reviewer.prompts,
@@ -732,6 +889,7 @@ impl Job<'_> {
             repository: &snapshot.repository,
             number: self.request.number,
             title: &snapshot.pull_request.title,
+            build_note: build_note.as_deref(),
         };
         let mut passes = Vec::new();
         for pass in [Pass::Architecture, Pass::Detailed] {
@@ -985,9 +1143,21 @@ impl Job<'_> {
     ) -> ReviewFailure {
         tracing::error!(error = %error, "the review failed");
         let mut reported = None;
+        // The bot's machine cannot build the repository: the operator's to fix
+        // (told by the log line and metric), nothing for the author to do.
+        let for_the_author = !matches!(error, ReviewError::Environment { .. });
         if !self.request.dry_run {
             let step = self.progress.step("report the failure");
-            match post::report_failure(self, &error).await {
+            let posted = if for_the_author {
+                post::report_failure(self, &error).await
+            } else {
+                Err(ReviewError::Prepare(
+                    "not reported on the pull request: the bot's machine cannot build it, the \
+                     operator is told"
+                        .to_owned(),
+                ))
+            };
+            match posted {
                 Ok(url) => {
                     step.done(url.clone());
                     reported = Some(url);

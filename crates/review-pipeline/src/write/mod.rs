@@ -677,7 +677,7 @@ impl Job<'_> {
         )
         .await?
         {
-            Discovery::Found(found) => Some(found.command_set()),
+            Discovery::Found(found) => Some(found),
             Discovery::NothingFound { .. } => None,
         };
         let index = self.run_directory.join("index");
@@ -870,33 +870,100 @@ impl Job<'_> {
         match &commands {
             None => step.done("no commands documented; skipped"),
             Some(commands) => {
-                let gate = build_gate::run_gate(
-                    &reviewer
-                        .settings
-                        .build_gate
-                        .for_repository(&self.request.repository.to_string()),
+                let gate_settings = reviewer
+                    .settings
+                    .build_gate
+                    .for_repository(&self.request.repository.to_string());
+                let gate = build_gate::run_commands(
+                    &gate_settings,
                     worktree,
                     &self.run_directory,
-                    Some(commands),
+                    commands,
                 )
                 .await;
                 match gate {
                     Ok(GateOutcome::Failed(failure)) => {
-                        step.failed(format!("`{}` {}", failure.command, failure.end));
+                        step.failed(format!(
+                            "`{}` ({}) {}",
+                            failure.command,
+                            build_gate::command_origin(&failure),
+                            failure.end
+                        ));
+                        // A command that fails on the base branch as well does
+                        // not block the push: the fix is not what broke it.
+                        let step = self.progress.step("base branch");
+                        let rerun = crate::base_build::BaseRerun {
+                            settings: &gate_settings,
+                            checkouts: &reviewer.checkouts,
+                            store: &reviewer.store,
+                            checkout: CheckoutRequest {
+                                repository: self.request.repository.to_string(),
+                                clone_url: clone_url.to_owned(),
+                                number: self.number(),
+                                base_ref: pull.base_branch.clone(),
+                                head_sha: base.clone(),
+                                credential: Some(credential.clone()),
+                            },
+                            run_directory: &self.run_directory.join("base"),
+                        };
+                        let blame = crate::base_build::blame(&rerun, &failure).await;
+                        if let Ok(crate::base_build::Blame::AlsoOnBase(_)) = &blame {
+                            step.done(format!(
+                                "`{}` fails on the base branch too; not blocking the push",
+                                failure.command
+                            ));
+                        } else {
+                            match &blame {
+                                Err(error) => step.failed(error.to_string()),
+                                Ok(_) => step.done("the base branch does not fail this way"),
+                            }
+                            return self
+                                .not_fixed(
+                                    "the build or tests failed after the fix",
+                                    &format!(
+                                        "### ⚠️ review-bot's fix did not pass the build\n\n\
+                                         Nothing was pushed; the bot tries again on its next step \
+                                         while the label stays `bot-changes-needed`.\n\n{}",
+                                        build_gate::failure_comment(&failure)
+                                    ),
+                                )
+                                .await;
+                        }
+                    }
+                    Ok(GateOutcome::EnvironmentFailure(failure)) => {
+                        let missing = failure.missing.clone().unwrap_or_default();
+                        step.failed(format!("`{}` could not start: {missing}", failure.command));
+                        tracing::error!(
+                            repository = %self.request.repository,
+                            command = %failure.command,
+                            missing = %missing,
+                            "the bot cannot build this repository: a build command could not start"
+                        );
+                        metrics::counter!(
+                            "review_bot_environment_failures_total",
+                            "repository" => self.request.repository.to_string()
+                        )
+                        .increment(1);
                         return self
                             .not_fixed(
-                                "the build or tests failed after the fix",
+                                "the bot cannot build this repository",
                                 &format!(
-                                    "### ⚠️ review-bot's fix did not pass the build\n\n\
-                                     Nothing was pushed; the bot tries again on its next step \
-                                     while the label stays `bot-changes-needed`.\n\n{}",
-                                    build_gate::failure_comment(&failure)
+                                    "### ⚠️ review-bot cannot build this repository\n\n\
+                                     Nothing was pushed: {} ({}) could not start on the bot's \
+                                     machine ({missing}). This is not the pull request's doing; \
+                                     the bot's operator has been told.",
+                                    review_core::payload::inline_code(&failure.command),
+                                    build_gate::command_origin(&failure),
                                 ),
                             )
                             .await;
                     }
-                    Ok(GateOutcome::Passed { commands }) => {
-                        step.done(format!("{} command(s) passed", commands.len()));
+                    Ok(GateOutcome::Passed { commands, source }) => {
+                        step.done(format!(
+                            "{} command(s) from {} passed",
+                            commands.len(),
+                            source.name()
+                        ));
                     }
                     Ok(GateOutcome::NoCommands { .. }) => step.done("no commands; skipped"),
                     Err(error) => {

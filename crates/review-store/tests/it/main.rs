@@ -2,6 +2,7 @@
 //! a SQLite file and against a real PostgreSQL (see `support`).
 
 mod attempts;
+mod base_builds;
 mod leases;
 mod open;
 mod race;

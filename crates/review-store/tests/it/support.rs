@@ -75,6 +75,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "job_attempts",
         include_str!("../../migrations/sqlite/0003_job_attempts.sql"),
     ),
+    (
+        4,
+        "base_builds",
+        include_str!("../../migrations/sqlite/0004_base_builds.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -91,6 +96,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         3,
         "job_attempts",
         include_str!("../../migrations/postgres/0003_job_attempts.sql"),
+    ),
+    (
+        4,
+        "base_builds",
+        include_str!("../../migrations/postgres/0004_base_builds.sql"),
     ),
 ];
 
