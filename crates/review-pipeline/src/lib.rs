@@ -13,6 +13,7 @@
 pub mod build_gate;
 pub mod checkout;
 pub mod ci;
+pub mod command_sources;
 pub mod daemon;
 pub mod git;
 pub mod local;
