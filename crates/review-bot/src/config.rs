@@ -899,13 +899,13 @@ fn check_repositories(
         let line = line_of(name);
         if let Err(error) = review_github::RepositoryName::parse(name) {
             bail!(
-                "{}:{line}: `repositories.{name:?}`: {error}; name one repository as                  [repositories.\"OWNER/REPO\".build], such as [repositories.\"octo/widgets\".build]",
+                "{}:{line}: `repositories.{name:?}`: {error}; name one repository as [repositories.\"OWNER/REPO\".build], such as [repositories.\"octo/widgets\".build]",
                 path.display()
             );
         }
         if !seen.insert(name.to_ascii_lowercase()) {
             bail!(
-                "{}:{line}: `repositories.{name:?}`: the repository is configured twice (names                  are matched without regard to case); merge the two tables",
+                "{}:{line}: `repositories.{name:?}`: the repository is configured twice (names are matched without regard to case); merge the two tables",
                 path.display()
             );
         }
@@ -928,7 +928,7 @@ fn check_repositories(
                     .all(|character| character.is_ascii_alphanumeric() || character == '_'))
         }) {
             bail!(
-                "{}: `repositories.{name:?}.build.environment`: {variable:?} is not an environment                  variable name; use letters, digits and underscores, not starting with a digit",
+                "{}: `repositories.{name:?}.build.environment`: {variable:?} is not an environment variable name; use letters, digits and underscores, not starting with a digit",
                 path.display()
             );
         }

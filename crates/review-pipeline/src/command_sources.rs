@@ -108,10 +108,25 @@ impl RepositoryFile {
             Ok(commands) => Self::Read { blob, commands },
             Err(error) => Self::Refused {
                 blob,
-                problem: error.to_string(),
+                problem: bounded(&error.to_string()),
             },
         }
     }
+}
+
+/// The most of a problem's text shown (a key can be as long as the file).
+const PROBLEM_LIMIT: usize = 1_000;
+
+/// `text`, cut at a character boundary to [`PROBLEM_LIMIT`] bytes with `…`.
+fn bounded(text: &str) -> String {
+    if text.len() <= PROBLEM_LIMIT {
+        return text.to_owned();
+    }
+    let mut end = PROBLEM_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 /// The explicit commands of a job, in precedence order: the operator's,
@@ -206,10 +221,10 @@ pub async fn read_at_commit(
         .await?;
     let parsed = match read.invalid_utf8_at {
         Some(offset) => Err(RepositoryFileError::NotUtf8 {
-            line: read.stdout.as_bytes()[..offset.min(read.stdout.len())]
-                .iter()
-                .filter(|byte| **byte == b'\n')
-                .count()
+            line: read
+                .stdout
+                .get(..offset)
+                .map_or(0, |valid| valid.matches('\n').count())
                 + 1,
         }),
         None => repository_file::parse(&read.stdout),
@@ -358,6 +373,18 @@ mod tests {
             Some((Source::RepositoryFile, vec!["./check.sh".to_owned()]))
         );
         assert_eq!(explicit(None, &RepositoryFile::Absent), None);
+    }
+
+    #[test]
+    fn a_huge_unknown_key_is_cut_in_the_problem() {
+        let text = format!("[build]\n{} = [\"x\"]\n", "\u{4e2d}".repeat(20_000));
+        let file = RepositoryFile::from_parse("b".into(), repository_file::parse(&text));
+        let problem = file.problem().unwrap();
+        assert!(
+            problem.len() <= PROBLEM_LIMIT + '…'.len_utf8(),
+            "{}",
+            problem.len()
+        );
     }
 
     #[test]

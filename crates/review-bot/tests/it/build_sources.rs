@@ -318,3 +318,38 @@ fn doctor_names_a_missing_program_of_the_default_branchs_commands() {
     assert!(!line.contains("`sh` is not found"), "{line}");
     assert!(line.contains("→ install what is missing"), "{line}");
 }
+
+#[test]
+fn discover_commands_honours_the_directorys_file_before_the_readme() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("README.md"), BUILD_AND_TEST_README).unwrap();
+    std::fs::write(
+        dir.path().join(".review-bot.toml"),
+        "[build]\nsetup = [\"npm ci\"]\ntest = [\"npm test\"]\nenvironment = { CI = \"1\" }\n",
+    )
+    .unwrap();
+    let discover = || {
+        let output = crate::review_bot(dir.path())
+            .arg("discover-commands")
+            .arg(dir.path())
+            .assert()
+            .success();
+        let stdout: serde_json::Value =
+            serde_json::from_slice(&output.get_output().stdout).unwrap();
+        (stdout, stderr(output.get_output()))
+    };
+    let (found, _) = discover();
+    assert_eq!(
+        found,
+        serde_json::json!({"setup": ["npm ci"], "build": [], "test": ["npm test"], "environment": {"CI": "1"}, "source": ".review-bot.toml"})
+    );
+    // A file that cannot be used: a warning, and the README.
+    std::fs::write(
+        dir.path().join(".review-bot.toml"),
+        "[build]\ntest = [\"npm test\"]\n[deploy]\n",
+    )
+    .unwrap();
+    let (found, warning) = discover();
+    assert_eq!(found["source"], "README.md");
+    assert!(warning.contains("unknown key `deploy`"), "{warning}");
+}

@@ -88,6 +88,7 @@ struct File {
 
 /// `[build]`.
 #[derive(Debug, Deserialize)]
+#[allow(clippy::struct_field_names, reason = "the file's own key names")]
 #[serde(deny_unknown_fields)]
 struct Build {
     #[serde(default)]
@@ -191,9 +192,8 @@ fn is_variable_name(name: &str) -> bool {
 
 /// The 1-based line of byte `offset`.
 fn line_of(bytes: &[u8], offset: usize) -> usize {
-    bytes[..offset.min(bytes.len())]
-        .iter()
-        .filter(|byte| **byte == b'\n')
+    String::from_utf8_lossy(&bytes[..offset.min(bytes.len())])
+        .matches('\n')
         .count()
         + 1
 }
