@@ -209,8 +209,7 @@ fn build_settings(config: &Config) -> BuildGateSettings {
     let containment = config
         .claude_settings(|name| std::env::var(name).ok())
         .containment;
-    let mut settings =
-        BuildGateSettings::new(Duration::from_secs(120)).with_containment(containment);
+    let mut settings = BuildGateSettings::new(Duration::from_mins(2)).with_containment(containment);
     settings.confinement = config.build_confinement();
     settings.shared_caches = config.shared_caches();
     settings

@@ -586,6 +586,10 @@ impl Job<'_> {
 
     /// The build + test gate: the notes for the review body when it passed
     /// (or had nothing to run), the failure's plan when it failed.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one match per gate outcome, each with its progress line and note"
+    )]
     async fn gate(
         &mut self,
         worktree: &Path,
@@ -787,7 +791,7 @@ impl Job<'_> {
             .github
             .create_issue_comment(repository, self.request.number, &body, Some(thread))
             .await?;
-        self.progress.note(&format!(
+        self.progress.note(format!(
             "the base branch's .review-bot.toml cannot be used: told the pull request ({})",
             comment.item.html_url
         ));
