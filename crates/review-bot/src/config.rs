@@ -1,7 +1,9 @@
 //! review-bot's configuration: one TOML file with the tables `[github]`,
 //! `[agent]`, `[store]`, `[review]`, `[ci]`, `[git]`, `[sandbox]` and
 //! `[daemon]` (plus the top-level
-//! `work_dir`), every key overridable by an environment variable.
+//! `work_dir`), every key overridable by an environment variable; and
+//! `[repositories."OWNER/REPO".build]`, one repository's build and test
+//! commands (a nested table: file only, no environment override).
 //!
 //! Where the file is: `--config FILE`, else `REVIEW_BOT_CONFIG`, else
 //! `./review-bot.toml` when it exists; with none, every key has its default.
@@ -17,6 +19,7 @@
 //! file, the line, the key and the form it expects. [`KEYS`] lists every key
 //! once, for the environment names, those messages and `doctor`'s listing.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -208,6 +211,10 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// `review-bot run`.
     pub daemon: DaemonConfig,
+    /// `[repositories."OWNER/REPO"]`: settings of one repository (its build
+    /// commands). Not overridable from the environment.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub repositories: BTreeMap<String, RepositoryConfig>,
     /// The file this configuration was read from (set by [`load`]; not a
     /// key): confined code must never see it.
     #[serde(skip)]
@@ -477,7 +484,7 @@ pub struct SandboxConfig {
     #[serde(deserialize_with = "list_or_commas")]
     pub pass_environment: Vec<String>,
     /// Variables set in every build's environment (they win over all others).
-    pub environment: std::collections::BTreeMap<String, String>,
+    pub environment: BTreeMap<String, String>,
 }
 
 impl Default for SandboxConfig {
@@ -489,7 +496,7 @@ impl Default for SandboxConfig {
             dependency_caches: true,
             readable_paths: Vec::new(),
             pass_environment: Vec::new(),
-            environment: std::collections::BTreeMap::new(),
+            environment: BTreeMap::new(),
         }
     }
 }
@@ -606,6 +613,43 @@ fn paths_or_commas<'de, D: serde::Deserializer<'de>>(
         .collect())
 }
 
+/// `[repositories."OWNER/REPO"]`: what the operator sets for one repository.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepositoryConfig {
+    /// `[repositories."OWNER/REPO".build]`: the build and test commands,
+    /// before the base branch's `.review-bot.toml` and CLAUDE.md/README.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildCommandsConfig>,
+}
+
+/// `[repositories."OWNER/REPO".build]`: the same keys as `.review-bot.toml`'s
+/// `[build]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BuildCommandsConfig {
+    /// Commands that prepare the checkout (dependencies, a virtualenv), run first.
+    pub setup: Vec<String>,
+    /// Build commands, run after the setup.
+    pub build: Vec<String>,
+    /// Test commands, run last; all in one shell.
+    pub test: Vec<String>,
+    /// Variables set for the commands.
+    pub environment: BTreeMap<String, String>,
+}
+
+impl BuildCommandsConfig {
+    /// The commands as the pipelines take them.
+    pub fn command_set(&self) -> review_core::build_commands::CommandSet {
+        review_core::build_commands::CommandSet {
+            setup: self.setup.clone(),
+            build: self.build.clone(),
+            test: self.test.clone(),
+            environment: self.environment.clone(),
+        }
+    }
+}
+
 /// `[daemon]`: what `review-bot run` watches and how it schedules.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -679,6 +723,19 @@ impl Config {
              in the configuration file or REVIEW_BOT_WORK_DIR",
         )?;
         Ok(cache.join("review-bot"))
+    }
+
+    /// The operator's build and test commands per repository
+    /// (`[repositories."OWNER/REPO".build]`).
+    pub fn operator_commands(&self) -> review_pipeline::command_sources::OperatorCommands {
+        review_pipeline::command_sources::OperatorCommands::new(
+            self.repositories.iter().filter_map(|(name, repository)| {
+                repository
+                    .build
+                    .as_ref()
+                    .map(|build| (name.clone(), build.command_set()))
+            }),
+        )
     }
 
     /// Where the repositories' build caches live (`work_dir/caches`), with
@@ -974,8 +1031,9 @@ pub fn load(explicit: Option<&Path>) -> anyhow::Result<Loaded> {
                 path.display()
             )
         })?;
-        if let Err(error) = toml::from_str::<Config>(&file_text) {
-            bail!("{}", describe_file_error(path, &file_text, &error));
+        match toml::from_str::<Config>(&file_text) {
+            Err(error) => bail!("{}", describe_file_error(path, &file_text, &error)),
+            Ok(parsed) => check_repositories(path, &file_text, &parsed.repositories)?,
         }
         figment = figment.merge(Toml::string(&file_text));
     }
@@ -1014,6 +1072,60 @@ fn merge_environment(mut figment: Figment) -> Figment {
         }
     }
     figment
+}
+
+/// Every `[repositories."NAME"]` is `OWNER/REPO` (once, whatever the case),
+/// and its build commands can be given to a shell.
+fn check_repositories(
+    path: &Path,
+    text: &str,
+    repositories: &BTreeMap<String, RepositoryConfig>,
+) -> anyhow::Result<()> {
+    let line_of = |name: &str| {
+        text.lines()
+            .position(|line| line.trim_start().starts_with('[') && line.contains(name))
+            .map_or(0, |index| index + 1)
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (name, repository) in repositories {
+        let line = line_of(name);
+        if let Err(error) = review_github::RepositoryName::parse(name) {
+            bail!(
+                "{}:{line}: `repositories.{name:?}`: {error}; name one repository as [repositories.\"OWNER/REPO\".build], such as [repositories.\"octo/widgets\".build]",
+                path.display()
+            );
+        }
+        if !seen.insert(name.to_ascii_lowercase()) {
+            bail!(
+                "{}:{line}: `repositories.{name:?}`: the repository is configured twice (names are matched without regard to case); merge the two tables",
+                path.display()
+            );
+        }
+        let Some(build) = &repository.build else {
+            continue;
+        };
+        let commands = build.setup.iter().chain(&build.build).chain(&build.test);
+        if commands.clone().any(|command| command.contains('\0')) {
+            bail!(
+                "{}: `repositories.{name:?}.build`: a command contains a NUL character; remove it",
+                path.display()
+            );
+        }
+        if let Some(variable) = build.environment.keys().find(|variable| {
+            let mut characters = variable.chars();
+            !(characters
+                .next()
+                .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+                && characters
+                    .all(|character| character.is_ascii_alphanumeric() || character == '_'))
+        }) {
+            bail!(
+                "{}: `repositories.{name:?}.build.environment`: {variable:?} is not an environment variable name; use letters, digits and underscores, not starting with a digit",
+                path.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A `REVIEW_BOT_<TABLE>_…` variable that is no key is a typo: say so
@@ -1251,7 +1363,7 @@ mod tests {
         let server = review_agent::claude::McpServerCommand::review_bot(
             "review-bot",
             Vec::new(),
-            std::collections::BTreeMap::default(),
+            BTreeMap::default(),
         );
         assert_eq!(
             review_agent::claude::McpConfig::review(server).tool_timeout(),
@@ -1298,6 +1410,85 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("expected a whole number"), "{message}");
+    }
+
+    fn load_text(text: &str) -> anyhow::Result<Loaded> {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("review-bot.toml");
+        std::fs::write(&path, text).unwrap();
+        load(Some(&path))
+    }
+
+    #[test]
+    fn a_repository_build_table_is_read() {
+        let loaded = load_text(
+            "[repositories.\"octo/widgets\".build]\nsetup = [\"npm ci\"]\ntest = [\"npm test\"]\n\
+             environment = { NODE_ENV = \"test\" }\n\n[repositories.\"octo/empty\"]\n",
+        )
+        .unwrap();
+        let build = loaded.config.repositories["octo/widgets"]
+            .build
+            .as_ref()
+            .unwrap()
+            .command_set();
+        assert_eq!(build.setup, ["npm ci"]);
+        assert!(build.build.is_empty());
+        assert_eq!(build.test, ["npm test"]);
+        assert_eq!(build.environment["NODE_ENV"], "test");
+        assert_eq!(loaded.config.repositories["octo/empty"].build, None);
+    }
+
+    #[test]
+    fn an_unknown_key_in_a_repository_table_names_the_repository_and_key() {
+        let error =
+            load_text("[repositories.\"octo/widgets\".build]\ntest = [\"x\"]\ntset = [\"y\"]\n")
+                .unwrap_err()
+                .to_string();
+        assert!(error.contains(":3:"), "{error}");
+        assert!(error.contains("octo/widgets"), "{error}");
+        assert!(error.contains("tset"), "{error}");
+        let error = load_text("[repositories.\"octo/widgets\"]\nbiuld = { test = [\"x\"] }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("biuld"), "{error}");
+        let error = load_text("[repositories.\"octo/widgets\".build]\ntest = \"make test\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(":2:") && error.contains("invalid type"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_repository_name_that_is_not_owner_slash_repo_is_an_error() {
+        for name in [
+            "widgets",
+            "octo/widgets/extra",
+            "octo/",
+            "../x",
+            "octo/wid gets",
+        ] {
+            let error = load_text(&format!("[repositories.{name:?}.build]\ntest = [\"x\"]\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(":1:"), "{name}: {error}");
+            assert!(error.contains("OWNER/REPO"), "{name}: {error}");
+        }
+        let error = load_text(
+            "[repositories.\"octo/widgets\".build]\ntest = [\"x\"]\n[repositories.\"Octo/Widgets\".build]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("configured twice"), "{error}");
+        let error =
+            load_text("[repositories.\"octo/widgets\".build]\nenvironment = { \"A-B\" = \"x\" }\n")
+                .unwrap_err()
+                .to_string();
+        assert!(
+            error.contains("\"A-B\" is not an environment variable name"),
+            "{error}"
+        );
     }
 
     #[test]

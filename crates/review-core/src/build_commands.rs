@@ -66,6 +66,8 @@
 //!   test command is the source of both lists; documents are not mixed.
 //! - Commands keep their document order; exact duplicates are dropped.
 
+pub mod repository_file;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::LazyLock;

@@ -24,6 +24,7 @@ pub mod model;
 mod pagination;
 mod pulls;
 mod rate_limit;
+mod repos;
 mod reviews;
 mod search;
 mod settings;

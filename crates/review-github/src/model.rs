@@ -400,3 +400,12 @@ pub struct Installation {
     /// The App's slug; the App posts as `{slug}[bot]`.
     pub app_slug: Option<String>,
 }
+
+/// A repository as `doctor` needs it (`repos/get`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepositoryInfo {
+    /// Where to fetch it from over HTTPS.
+    pub clone_url: Option<String>,
+    /// Its default branch (`main`).
+    pub default_branch: String,
+}

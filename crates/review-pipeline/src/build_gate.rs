@@ -524,19 +524,17 @@ pub enum BuildGateError {
     },
 }
 
-/// The commands to run: `explicit` ones from configuration, else those
-/// `CLAUDE.md` or `README.md` at the top of `worktree` documents. A
+/// The commands to run: `explicit` ones (the operator's, or the base
+/// branch's `.review-bot.toml`: [`crate::command_sources`]) with their source,
+/// else those `CLAUDE.md` or `README.md` at the top of `worktree` documents. A
 /// document that is a symbolic link (it could point anywhere on the bot's
 /// machine) or larger than a megabyte is not read.
 pub async fn discover(
     worktree: &Path,
-    explicit: Option<&CommandSet>,
+    explicit: Option<(Source, &CommandSet)>,
 ) -> Result<Discovery, BuildGateError> {
     if explicit.is_some() {
-        return Ok(build_commands::discover(
-            explicit.map(|commands| (Source::Operator, commands)),
-            &[],
-        ));
+        return Ok(build_commands::discover(explicit, &[]));
     }
     let read_error = |source| BuildGateError::File {
         action: "list the worktree",
@@ -588,7 +586,7 @@ pub async fn run_gate(
     settings: &BuildGateSettings,
     worktree: &Path,
     run_directory: &Path,
-    explicit: Option<&CommandSet>,
+    explicit: Option<(Source, &CommandSet)>,
 ) -> Result<GateOutcome, BuildGateError> {
     match discover(worktree, explicit).await? {
         Discovery::NothingFound { searched } => Ok(GateOutcome::NoCommands { searched }),

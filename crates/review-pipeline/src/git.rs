@@ -127,6 +127,9 @@ pub struct GitOutput {
     /// True when stdout was longer than the limit and cut: a caller that
     /// reads a list from it must not trust it.
     pub truncated: bool,
+    /// Where stdout stopped being UTF-8 (a byte offset; `stdout` holds it
+    /// lossily converted), `None` when it is UTF-8 throughout.
+    pub invalid_utf8_at: Option<usize>,
 }
 
 /// What [`Git::run_with`] adds to a plain [`Git::run`].
@@ -252,6 +255,9 @@ impl Git {
             let truncated = stdout.len() > STDOUT_LIMIT;
             let stdout = &stdout[..stdout.len().min(STDOUT_LIMIT)];
             return Ok(GitOutput {
+                invalid_utf8_at: std::str::from_utf8(stdout)
+                    .err()
+                    .map(|error| error.valid_up_to()),
                 stdout: String::from_utf8_lossy(stdout).into_owned(),
                 code,
                 truncated,

@@ -14,6 +14,7 @@ pub mod base_build;
 pub mod build_gate;
 pub mod checkout;
 pub mod ci;
+pub mod command_sources;
 pub mod daemon;
 pub mod git;
 pub mod local;

@@ -61,6 +61,7 @@ use tokio::io::AsyncWriteExt as _;
 use uuid::Uuid;
 
 use crate::build_gate::{self, BuildGateError, BuildGateSettings, GateOutcome};
+use crate::command_sources::{self, RepositoryFile};
 use crate::progress::Progress;
 use crate::review::agent_pass::{
     PassError, PassOptions, PassSetup, pass_name, run_pass_with, write_private,
@@ -106,7 +107,9 @@ pub struct LocalSettings {
     pub mcp_tool_timeout: Duration,
     /// The build + test gate's settings.
     pub build_gate: BuildGateSettings,
-    /// Build and test commands from the configuration (instead of CLAUDE.md/README.md).
+    /// The operator's build and test commands for the repository
+    /// (`review --local --repository OWNER/REPO`), before the working tree's
+    /// `.review-bot.toml` and CLAUDE.md/README.md.
     pub build_commands: Option<CommandSet>,
     /// Each git command's limit.
     pub git_timeout: Duration,
@@ -602,14 +605,44 @@ impl LocalReviewer {
             gate_settings.confinement =
                 Some(confinement.with_readable_paths(readable.iter().cloned()));
         }
-        let gate = build_gate::run_gate(
-            &gate_settings,
-            tree,
-            job_directory,
-            self.settings.build_commands.as_ref(),
-        )
-        .await;
+        // The operator's commands (for `--repository`), else the working
+        // tree's own `.review-bot.toml` (the developer's own code, so their
+        // edits to it count), else the documents.
         let mut notes = Vec::new();
+        let file = match &self.settings.build_commands {
+            Some(_) => RepositoryFile::Absent,
+            None => {
+                command_sources::read_in_directory(tree).map_err(|source| LocalError::File {
+                    action: "read",
+                    path: tree.join(review_core::build_commands::REPOSITORY_FILE),
+                    source,
+                })?
+            }
+        };
+        if let Some(problem) = file.problem() {
+            progress.note(format!("{problem}; using the next source"));
+            notes.push(format!(
+                "_`.review-bot.toml` cannot be used ({}); the next source was used._",
+                review_core::payload::inline_code(problem)
+            ));
+        }
+        let explicit = command_sources::explicit(self.settings.build_commands.as_ref(), &file);
+        let gate = match build_gate::discover(
+            tree,
+            explicit
+                .as_ref()
+                .map(|(source, commands)| (source.clone(), commands)),
+        )
+        .await
+        {
+            Err(error) => Err(error),
+            Ok(review_core::build_commands::Discovery::NothingFound { searched }) => {
+                Ok(GateOutcome::NoCommands { searched })
+            }
+            Ok(review_core::build_commands::Discovery::Found(found)) => {
+                build_gate::run_commands(&gate_settings, tree, job_directory, &found).await
+            }
+        };
         match gate {
             Err(error) => {
                 step.failed(error.to_string());

@@ -1,17 +1,21 @@
 //! `review-bot discover-commands DIR`: the build and test commands a repository documents.
 //!
-//! Reads `CLAUDE.md` then `README.md` from DIR (names matched case-insensitively,
+//! A `.review-bot.toml` in DIR (its `[build]` table) comes first; a file
+//! that cannot be used is a warning on standard error and the next source is
+//! used. Then it reads `CLAUDE.md` then `README.md` from DIR (names matched case-insensitively,
 //! an exact match preferred) and prints `{"build": […], "test": […], "source": …}`;
 //! `source` is the file the commands came from, or `null` when none documents
 //! any — which is an answer (exit 0), not an error.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use review_core::build_commands::{DOCUMENT_NAMES, Discovery, Document, discover};
+use review_core::build_commands::{self, DOCUMENT_NAMES, Discovery, Document, discover};
+use review_pipeline::command_sources;
 use serde::Serialize;
 
 /// Arguments of `discover-commands`.
@@ -23,8 +27,12 @@ pub struct DiscoverCommandsArgs {
 
 #[derive(Serialize)]
 struct Report {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    setup: Vec<String>,
     build: Vec<String>,
     test: Vec<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    environment: BTreeMap<String, String>,
     source: Option<String>,
 }
 
@@ -52,15 +60,36 @@ pub fn run(args: &DiscoverCommandsArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|(name, text)| Document { name, text })
         .collect();
-    let report = match discover(None, &documents) {
+    // The repository owners' file first (here DIR's own; a review reads the
+    // base commit's), then the documents.
+    let file = command_sources::read_in_directory(&args.dir).with_context(|| {
+        format!(
+            "could not read {}",
+            args.dir.join(build_commands::REPOSITORY_FILE).display()
+        )
+    })?;
+    if let Some(problem) = file.problem() {
+        eprintln!("warning: {problem}; using the next source");
+    }
+    let explicit = command_sources::explicit(None, &file);
+    let report = match discover(
+        explicit
+            .as_ref()
+            .map(|(source, commands)| (source.clone(), commands)),
+        &documents,
+    ) {
         Discovery::Found(found) => Report {
+            setup: found.setup,
             build: found.build,
             test: found.test,
+            environment: found.environment,
             source: Some(found.source.name()),
         },
         Discovery::NothingFound { .. } => Report {
+            setup: Vec::new(),
             build: Vec::new(),
             test: Vec::new(),
+            environment: BTreeMap::new(),
             source: None,
         },
     };

@@ -2,7 +2,8 @@
 //! where it came from; secrets only as set/unset) and checks every outside
 //! part review-bot needs: the Claude Code CLI and the flags we pass it, a
 //! model credential, bubblewrap, the GitHub credential and what it reaches, git, the store,
-//! and the work directory. One line per check, `✓` or `✗`, and for each `✗`
+//! and the work directory; with `--repo`, each repository's build commands
+//! and their programs (`doctor_build`). One line per check, `✓` or `✗`, and for each `✗`
 //! what to do. Exit 0 when every check passes, 1 when one fails, 2 when the
 //! configuration itself cannot be read.
 //!
@@ -38,8 +39,11 @@ const LISTED_REPOSITORIES: usize = 10;
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
     /// Also check that the GitHub credential reaches this repository
-    /// (OWNER/REPO); repeat for several. A GitHub App's repositories are
-    /// listed without it; a personal access token's cannot be.
+    /// (OWNER/REPO), resolve its build and test commands as a review would
+    /// (configuration, the default branch's .review-bot.toml, README…) and
+    /// start each command's program confined; repeat for several. A GitHub
+    /// App's repositories are listed without it; a personal access token's
+    /// cannot be.
     #[arg(long = "repo", value_name = "OWNER/REPO")]
     pub repositories: Vec<String>,
 }
@@ -53,12 +57,12 @@ struct Check {
 }
 
 /// A failed check: what is wrong, and what to do about it.
-struct Failure {
+pub(crate) struct Failure {
     problem: String,
     fix: String,
 }
 
-fn failure(problem: impl Into<String>, fix: impl Into<String>) -> Failure {
+pub(crate) fn failure(problem: impl Into<String>, fix: impl Into<String>) -> Failure {
     Failure {
         problem: problem.into(),
         fix: fix.into(),
@@ -179,6 +183,12 @@ async fn run_checks(
         name: "git",
         verdict: check_git().await,
     });
+    for repository in repositories {
+        checks.push(Check {
+            name: "build commands",
+            verdict: super::doctor_build::check(config, repository).await,
+        });
+    }
     checks.push(Check {
         name: "store",
         verdict: check_store(config).await,

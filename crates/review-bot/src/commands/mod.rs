@@ -2,6 +2,7 @@
 
 pub mod discover;
 pub mod doctor;
+pub mod doctor_build;
 pub mod findings;
 pub mod mcp;
 pub mod panel;

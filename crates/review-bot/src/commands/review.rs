@@ -66,6 +66,13 @@ pub struct ReviewArgs {
     /// With `--local`: print the findings document (schema v1.0) instead of a table.
     #[arg(long, requires = "local")]
     pub json: bool,
+
+    /// With `--local`: the GitHub repository the working tree is a clone of,
+    /// so its `[repositories."OWNER/REPO".build]` commands from the
+    /// configuration are run (without it: the working tree's own
+    /// `.review-bot.toml`, else CLAUDE.md/README.md).
+    #[arg(long, value_name = "OWNER/REPO", requires = "local")]
+    pub repository: Option<String>,
 }
 
 /// Parses `OWNER/REPO#N` or `https://HOST/OWNER/REPO/pull/N`.
@@ -260,7 +267,7 @@ impl Parts {
                 mcp_binary: self.mcp_binary,
                 mcp_tool_timeout: Duration::from_secs(config.agent.mcp_tool_timeout_secs),
                 build_gate,
-                build_commands: None,
+                build_commands: config.operator_commands(),
                 bot_login,
             },
         })

@@ -34,7 +34,17 @@ use crate::config;
 pub fn run(args: &ReviewArgs, config_file: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
     let path = PathBuf::from(args.pull_request.as_deref().unwrap_or("."));
     let loaded = config::load(config_file)?;
-    let reviewer = local_reviewer(&loaded.config)?;
+    let mut reviewer = local_reviewer(&loaded.config)?;
+    if let Some(repository) = &args.repository {
+        let name = review_github::RepositoryName::parse(repository).map_err(|error| {
+            anyhow::anyhow!("--repository: {error}; write OWNER/REPO, such as octo/widgets")
+        })?;
+        reviewer.settings.build_commands = loaded
+            .config
+            .operator_commands()
+            .for_repository(&name.to_string())
+            .cloned();
+    }
     let request = LocalRequest {
         path,
         base: args.base.clone(),

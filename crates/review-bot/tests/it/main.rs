@@ -1,5 +1,6 @@
 //! review-bot's integration tests: the real binary against real files and real git.
 
+mod build_sources;
 mod daemon;
 mod discover;
 mod doctor;

@@ -203,7 +203,7 @@ async fn findings_land_on_committed_uncommitted_and_untracked_lines_and_the_repo
         );
     }
     assert!(log.contains("merge base of HEAD and main"), "{log}");
-    assert!(log.contains("1 command passed"), "{log}");
+    assert!(log.contains("1 command from README.md passed"), "{log}");
 
     // The agent was told where the changes are, and saw no ignored file.
     let requests = model.requests();

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use review_agent::claude::ClaudeCode;
 use review_agent::prompts::Prompts;
-use review_core::build_commands::CommandSet;
+use review_core::build_commands::Discovery;
 use review_core::diff::PullRequestDiff as DiffModel;
 use review_core::footer::{self, Footer, ReviewId, ThreadId};
 use review_core::passes::Pass;
@@ -46,6 +46,7 @@ use uuid::Uuid;
 use crate::base_build::{self, Blame};
 use crate::build_gate::{self, BuildGateError, BuildGateSettings, GateOutcome};
 use crate::checkout::{CheckoutError, CheckoutRequest, Checkouts};
+use crate::command_sources::{self, OperatorCommands, RepositoryFile};
 use crate::git::GitCredential;
 use crate::progress::Progress;
 
@@ -65,8 +66,9 @@ pub struct ReviewSettings {
     pub mcp_tool_timeout: Duration,
     /// The build + test gate's settings.
     pub build_gate: BuildGateSettings,
-    /// Build and test commands from the configuration (instead of CLAUDE.md/README.md).
-    pub build_commands: Option<CommandSet>,
+    /// The operator's build and test commands per repository (before the
+    /// base branch's `.review-bot.toml` and CLAUDE.md/README.md).
+    pub build_commands: OperatorCommands,
     /// The login the bot posts as; only its comments' `thread::` ids are trusted.
     pub bot_login: Option<String>,
 }
@@ -647,7 +649,13 @@ impl Job<'_> {
         step.done(short_sha(worktree.head_sha()));
 
         let result = self
-            .review_worktree(worktree.path(), &snapshot, &snapshot_path, &diff)
+            .review_worktree(
+                worktree.path(),
+                worktree.mirror(),
+                &snapshot,
+                &snapshot_path,
+                &diff,
+            )
             .await;
         if let Err(error) = worktree.remove().await {
             tracing::warn!(%error, "could not remove the worktree; the next prune removes it");
@@ -659,11 +667,12 @@ impl Job<'_> {
     async fn review_worktree(
         &mut self,
         worktree: &Path,
+        mirror: &Path,
         snapshot: &PullRequestSnapshot,
         snapshot_path: &Path,
         diff: &DiffModel,
     ) -> Result<ReviewPlan, ReviewError> {
-        let mut notes = match self.gate(worktree, snapshot).await? {
+        let mut notes = match self.gate(worktree, mirror, snapshot).await? {
             Ok(notes) => notes,
             Err(plan) => return Ok(plan),
         };
@@ -674,24 +683,52 @@ impl Job<'_> {
 
     /// The build + test gate: the notes for the review body when it passed
     /// (or had nothing to run), the failure's plan when it failed.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one match per gate outcome, each with its progress line and note"
+    )]
     async fn gate(
         &mut self,
         worktree: &Path,
+        mirror: &Path,
         snapshot: &PullRequestSnapshot,
     ) -> Result<Result<Vec<String>, ReviewPlan>, ReviewError> {
         let reviewer = self.reviewer;
         let mut notes = Vec::new();
         let step = self.progress.step("build and test");
-        let gate = build_gate::run_gate(
-            &reviewer
-                .settings
-                .build_gate
-                .for_repository(&self.request.repository.to_string()),
-            worktree,
-            &self.run_directory,
-            reviewer.settings.build_commands.as_ref(),
-        )
-        .await;
+        let (discovery, file_problem) =
+            match self.discover_commands(worktree, mirror, snapshot).await {
+                Ok(found) => found,
+                Err(error) => {
+                    step.failed(error.to_string());
+                    return Err(error);
+                }
+            };
+        let source = match &discovery {
+            Discovery::Found(found) => Some(found.source.name()),
+            Discovery::NothingFound { .. } => None,
+        };
+        if let Some(problem) = file_problem {
+            notes.push(
+                self.report_repository_file(snapshot, &problem, source.as_deref())
+                    .await?,
+            );
+        }
+        let gate = match discovery {
+            Discovery::NothingFound { searched } => Ok(GateOutcome::NoCommands { searched }),
+            Discovery::Found(found) => {
+                build_gate::run_commands(
+                    &reviewer
+                        .settings
+                        .build_gate
+                        .for_repository(&self.request.repository.to_string()),
+                    worktree,
+                    &self.run_directory,
+                    &found,
+                )
+                .await
+            }
+        };
         let gate = match gate {
             Ok(gate) => gate,
             Err(error) => {
@@ -758,6 +795,14 @@ impl Job<'_> {
                     if commands.len() == 1 { "" } else { "s" },
                     review_core::payload::single_line(&source.name()),
                     listed.join(", ")
+                ));
+            }
+            GateOutcome::NoCommands { .. } if source.is_some() => {
+                let source = source.as_deref().unwrap_or_default();
+                step.done(format!("{source} lists no commands; skipped"));
+                notes.push(format!(
+                    "_The build and test gate was skipped: {} lists no commands._",
+                    review_core::payload::inline_code(source)
                 ));
             }
             GateOutcome::NoCommands { searched } => {
@@ -861,6 +906,105 @@ impl Job<'_> {
                 Blame::PullRequest
             }
         }
+    }
+
+    /// The commands for this pull request, first match wins
+    /// ([`command_sources`]): the operator's for the repository, the base
+    /// commit's `.review-bot.toml`, the worktree's documents. Also returns
+    /// the file's problem when it could not be used.
+    async fn discover_commands(
+        &self,
+        worktree: &Path,
+        mirror: &Path,
+        snapshot: &PullRequestSnapshot,
+    ) -> Result<(Discovery, Option<(String, String)>), ReviewError> {
+        let reviewer = self.reviewer;
+        let operator = reviewer
+            .settings
+            .build_commands
+            .for_repository(&self.request.repository.to_string());
+        let file = if operator.is_some() {
+            RepositoryFile::Absent
+        } else {
+            command_sources::base_repository_file(
+                reviewer.checkouts.git(),
+                mirror,
+                &snapshot.pull_request.base_sha,
+                &self.pull_request.base_branch,
+            )
+            .await?
+        };
+        let explicit = command_sources::explicit(operator, &file);
+        let discovery = build_gate::discover(
+            worktree,
+            explicit
+                .as_ref()
+                .map(|(source, commands)| (source.clone(), commands)),
+        )
+        .await?;
+        let problem = match file {
+            RepositoryFile::Refused { blob, problem } => Some((blob, problem)),
+            _ => None,
+        };
+        Ok((discovery, problem))
+    }
+
+    /// Tells the pull request, once per base commit and file content, that
+    /// the base branch's `.review-bot.toml` cannot be used (`problem`: its
+    /// blob and what is wrong) and which source was used instead; returns the
+    /// review body's note. A dry run posts nothing.
+    async fn report_repository_file(
+        &self,
+        snapshot: &PullRequestSnapshot,
+        (blob, problem): &(String, String),
+        next: Option<&str>,
+    ) -> Result<String, ReviewError> {
+        let repository = &self.request.repository;
+        tracing::warn!(%repository, number = self.request.number, %problem, "the base branch's .review-bot.toml cannot be used; using the next source");
+        let thread = ThreadId(command_sources::problem_thread(
+            &repository.to_string(),
+            &snapshot.pull_request.base_sha,
+            blob,
+        ));
+        let instead = next.map_or_else(
+            || "no other source documents commands".to_owned(),
+            |source| {
+                format!(
+                    "the commands from {} were used",
+                    review_core::payload::inline_code(source)
+                )
+            },
+        );
+        let note = format!(
+            "_The base branch's `.review-bot.toml` cannot be used ({}); {instead}._",
+            review_core::payload::inline_code(problem)
+        );
+        if self.request.dry_run {
+            self.progress
+                .note("the base branch's .review-bot.toml cannot be used (dry run: not posted)");
+            return Ok(note);
+        }
+        let posted = snapshot.issue_comments.iter().any(|comment| {
+            snapshot.written_by_bot(&comment.user)
+                && footer::own_footer(&comment.body).thread == Some(thread)
+        });
+        if posted {
+            return Ok(note);
+        }
+        let body = review_core::payload::with_footer(
+            &command_sources::problem_comment(problem, next),
+            &Footer::after_review(latest_review_id(snapshot), thread).render(),
+        );
+        let comment = self
+            .reviewer
+            .github
+            .create_issue_comment(repository, self.request.number, &body, Some(thread))
+            .await?;
+        self.progress.note(format!(
+            "the base branch's .review-bot.toml cannot be used: told the pull request ({})",
+            comment.item.html_url
+        ));
+        Ok(note)
     }
 
     /// The two agent passes, each recorded in the store.

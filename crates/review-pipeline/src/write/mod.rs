@@ -64,6 +64,7 @@ use uuid::Uuid;
 use crate::build_gate::{self, BuildGateError, GateOutcome};
 use crate::checkout::{CheckoutError, CheckoutRequest};
 use crate::ci::{BotComments, set_outcome_label};
+use crate::command_sources::{self, RepositoryFile, base_repository_file};
 use crate::git::GitCredential;
 use crate::progress::Progress;
 use crate::review::agent_pass::{PassError, write_private};
@@ -671,9 +672,34 @@ impl Job<'_> {
         let settings = &self.request.settings;
         // Before anything runs in the worktree.
         let admin = admin_directory(mirror, worktree)?;
+        // Where the commands come from: the operator's, the base commit's
+        // `.review-bot.toml` (a problem with it is the review flow's to report),
+        // else the documents.
+        let repository_name = self.request.repository.to_string();
+        let operator = reviewer
+            .settings
+            .build_commands
+            .for_repository(&repository_name);
+        let file = if operator.is_some() {
+            RepositoryFile::Absent
+        } else {
+            base_repository_file(
+                reviewer.checkouts.git(),
+                mirror,
+                &snapshot.pull_request.base_sha,
+                &pull.base_branch,
+            )
+            .await?
+        };
+        if let Some(problem) = file.problem() {
+            tracing::warn!(repository = %repository_name, %problem, "the base branch's .review-bot.toml cannot be used; using the next source");
+        }
+        let explicit = command_sources::explicit(operator, &file);
         let commands = match build_gate::discover(
             worktree,
-            reviewer.settings.build_commands.as_ref(),
+            explicit
+                .as_ref()
+                .map(|(source, commands)| (source.clone(), commands)),
         )
         .await?
         {
