@@ -75,6 +75,8 @@ use comrak::{Arena, Options, parse_document};
 use regex::Regex;
 use serde::Serialize;
 
+pub mod manifests;
+
 /// The documents to read, in precedence order (match names case-insensitively).
 pub const DOCUMENT_NAMES: [&str; 2] = ["CLAUDE.md", "README.md"];
 
@@ -205,43 +207,115 @@ pub enum Discovery {
 
 /// Discovers the build and test commands: explicit commands first (the
 /// operator's or the base branch's `.review-bot.toml`, with their source),
-/// then each document in order.
+/// then each document in order. Manifests are not read here: see
+/// [`discover_in_checkout`].
 pub fn discover(explicit: Option<(Source, &CommandSet)>, documents: &[Document<'_>]) -> Discovery {
+    discover_in_checkout(explicit, documents, None).discovery
+}
+
+/// What the top of a checkout holds, for discovery beyond its documents.
+#[derive(Debug, Clone, Copy)]
+pub struct TopLevel<'a> {
+    /// The names of every entry at the top of the checkout (files and
+    /// directories): lock files and `conftest.py` are looked for here, and a
+    /// `cd` into a name that is not here is entering the checkout itself.
+    pub names: &'a [String],
+    /// The manifests that were read ([`manifests::MANIFEST_NAMES`]), by name.
+    pub manifests: &'a [Document<'a>],
+}
+
+/// The outcome of discovery with what the operator should hear about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// The commands, or that there were none.
+    pub discovery: Discovery,
+    /// Why a manifest was not used (malformed, several at the top …), for the
+    /// operator's log. Empty when there is nothing to say.
+    pub notes: Vec<String>,
+}
+
+/// Discovers the commands of a checkout: explicit commands first, then each
+/// document in order (read as a person reads it, with the checkout's
+/// `top_level` names known), then, when no document documents a build or
+/// test, inference from the manifests at the top ([`manifests::infer`]).
+pub fn discover_in_checkout(
+    explicit: Option<(Source, &CommandSet)>,
+    documents: &[Document<'_>],
+    top_level: Option<TopLevel<'_>>,
+) -> Report {
     if let Some((source, explicit)) = explicit {
-        return Discovery::Found(DiscoveredCommands {
-            setup: explicit.setup.clone(),
-            build: explicit.build.clone(),
-            test: explicit.test.clone(),
-            environment: explicit.environment.clone(),
-            source,
-        });
+        return Report {
+            discovery: Discovery::Found(DiscoveredCommands {
+                setup: explicit.setup.clone(),
+                build: explicit.build.clone(),
+                test: explicit.test.clone(),
+                environment: explicit.environment.clone(),
+                source,
+            }),
+            notes: Vec::new(),
+        };
     }
+    let names = top_level.map(|top_level| top_level.names);
     for document in documents {
-        if let Some((build, test)) = commands_in_markdown(document.text) {
-            return Discovery::Found(DiscoveredCommands {
-                setup: Vec::new(),
-                build,
-                test,
-                environment: BTreeMap::new(),
-                source: Source::Document(document.name.to_owned()),
-            });
+        if let Some(found) = read_markdown(document.text, names) {
+            return Report {
+                discovery: Discovery::Found(DiscoveredCommands {
+                    setup: found.setup,
+                    build: found.build,
+                    test: found.test,
+                    environment: found.environment,
+                    source: Source::Document(document.name.to_owned()),
+                }),
+                notes: Vec::new(),
+            };
         }
     }
-    Discovery::NothingFound {
-        searched: documents
-            .iter()
-            .map(|document| document.name.to_owned())
-            .collect(),
+    let mut searched: Vec<String> = documents
+        .iter()
+        .map(|document| document.name.to_owned())
+        .collect();
+    let mut notes = Vec::new();
+    if let Some(top_level) = top_level {
+        let inferred = manifests::infer(top_level.names, top_level.manifests);
+        notes = inferred.notes;
+        if let Some((name, found)) = inferred.commands {
+            return Report {
+                discovery: Discovery::Found(DiscoveredCommands {
+                    setup: found.setup,
+                    build: found.build,
+                    test: found.test,
+                    environment: found.environment,
+                    source: Source::Manifest(name),
+                }),
+                notes,
+            };
+        }
+        searched.extend(
+            top_level
+                .manifests
+                .iter()
+                .map(|manifest| manifest.name.to_owned()),
+        );
+    }
+    Report {
+        discovery: Discovery::NothingFound { searched },
+        notes,
     }
 }
 
-/// The build and test commands one markdown document gives, or `None` when it
-/// gives no build or test command.
-pub fn commands_in_markdown(text: &str) -> Option<(Vec<String>, Vec<String>)> {
+/// The setup, build and test commands one markdown document gives, or `None`
+/// when it gives no build or test command (setup alone is not a build).
+pub fn commands_in_markdown(text: &str) -> Option<CommandSet> {
+    read_markdown(text, None)
+}
+
+/// [`commands_in_markdown`] knowing the names at the top of the checkout
+/// (`None`: unknown).
+fn read_markdown(text: &str, top_level: Option<&[String]>) -> Option<CommandSet> {
     let arena = Arena::new();
     let root = parse_document(&arena, text, &Options::default());
-    let mut blocks = Collected::default();
-    let mut inline = Collected::default();
+    let mut blocks = Collected::new(top_level);
+    let mut inline = Collected::new(top_level);
     let mut headings: Vec<(u8, Topic)> = Vec::new();
     for node in root.descendants() {
         let value = node.data().value.clone();
@@ -252,8 +326,21 @@ pub fn commands_in_markdown(text: &str) -> Option<(Vec<String>, Vec<String>)> {
                 headings.push((heading.level, topic));
             }
             NodeValue::CodeBlock(block) => {
-                let context = preceding_paragraph(node)
-                    .map(|paragraph| Topic::of(&paragraph))
+                // The innermost heading that says anything decides the section.
+                let section = headings
+                    .iter()
+                    .rev()
+                    .map(|(_, topic)| *topic)
+                    .find(|topic| topic.any())
+                    .unwrap_or_default();
+                let paragraph = preceding_paragraph(node).map(|paragraph| Topic::of(&paragraph));
+                if section.not_the_build
+                    || section.other_system
+                    || paragraph.is_some_and(|topic| topic.other_system)
+                {
+                    continue;
+                }
+                let context = paragraph
                     .filter(|topic| topic.decides())
                     .or_else(|| {
                         headings
@@ -269,7 +356,15 @@ pub fn commands_in_markdown(text: &str) -> Option<(Vec<String>, Vec<String>)> {
                 }
             }
             NodeValue::Code(code) => {
-                inline.block(&code.literal, BlockStyle::Inline, Topic::default());
+                let excluded = headings
+                    .iter()
+                    .rev()
+                    .map(|(_, topic)| *topic)
+                    .find(|topic| topic.any())
+                    .is_some_and(|topic| topic.not_the_build || topic.other_system);
+                if !excluded && is_labelled_command(node) {
+                    inline.block(&code.literal, BlockStyle::Inline, Topic::default());
+                }
             }
             _ => {}
         }
@@ -281,6 +376,39 @@ pub fn commands_in_markdown(text: &str) -> Option<(Vec<String>, Vec<String>)> {
     } else {
         None
     }
+}
+
+/// Whether an inline code span stands as a command of its own: the only code
+/// span of its paragraph, which either starts with it (`` `make test` — runs
+/// the tests ``) or is a short label and a colon before it (`` Test:
+/// `npm test` ``). Code inside a sentence (`` run `make` to … ``) or one of a
+/// list of names (`` Testing: `unittest`, `pytest`, `tox` ``) is prose.
+fn is_labelled_command<'a>(node: &'a AstNode<'a>) -> bool {
+    let Some(paragraph) = node.parent() else {
+        return false;
+    };
+    if !matches!(paragraph.data().value, NodeValue::Paragraph) {
+        return false;
+    }
+    let spans = paragraph
+        .children()
+        .filter(|child| matches!(child.data().value, NodeValue::Code(_)))
+        .count();
+    if spans != 1 {
+        return false;
+    }
+    let mut before = String::new();
+    for sibling in paragraph.children() {
+        if std::ptr::eq(sibling, node) {
+            break;
+        }
+        before.push_str(&text_of(sibling));
+    }
+    let before = before.trim();
+    before.is_empty()
+        || (before.ends_with(':')
+            && before.chars().count() <= 40
+            && !before.contains(['.', '!', '?']))
 }
 
 /// The concatenated text of a node (headings, paragraphs).
@@ -309,6 +437,10 @@ struct Topic {
     test: bool,
     build: bool,
     setup: bool,
+    /// Benchmarks, performance, deployment, release, usage, examples: never the build.
+    not_the_build: bool,
+    /// Only for Windows or macOS (the gate runs on Linux).
+    other_system: bool,
 }
 
 static TEST_WORDS: LazyLock<Regex> =
@@ -316,22 +448,38 @@ static TEST_WORDS: LazyLock<Regex> =
 static BUILD_WORDS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\b(build|compil)").expect("valid pattern"));
 static SETUP_WORDS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(install|setup\b|set up\b|setting up|getting started|prerequisite|requirement|dependenc|bootstrap)")
+    Regex::new(r"(?i)\b(install|setup\b|set up\b|setting up|getting started|prerequisite|requirement|dependenc|bootstrap|develop|contribut|hacking)")
         .expect("valid pattern")
 });
+static NOT_THE_BUILD_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(bench|performance|perf\b|profil|deploy|releas|publish|usage|examples?\b|demo|tutorial)")
+        .expect("valid pattern")
+});
+static OTHER_SYSTEM_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(windows|macos|mac os|os x|mac users|on (a )?mac\b|powershell|cmd\.exe)")
+        .expect("valid pattern")
+});
+static LINUX_WORDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(linux|unix|posix)").expect("valid pattern"));
 
 impl Topic {
     fn of(text: &str) -> Topic {
+        let test = TEST_WORDS.is_match(text);
+        let build = BUILD_WORDS.is_match(text);
         Topic {
-            test: TEST_WORDS.is_match(text),
-            build: BUILD_WORDS.is_match(text),
+            test,
+            build,
             setup: SETUP_WORDS.is_match(text),
+            // "Building a compatibility layer" under Usage is still usage, but
+            // a heading that names the build or the tests is about them.
+            not_the_build: NOT_THE_BUILD_WORDS.is_match(text) && !test && !build,
+            other_system: OTHER_SYSTEM_WORDS.is_match(text) && !LINUX_WORDS.is_match(text),
         }
     }
 
     /// Whether the text has any topic at all.
     fn any(self) -> bool {
-        self.test || self.build || self.setup
+        self.test || self.build || self.setup || self.not_the_build || self.other_system
     }
 
     /// Whether the topic classifies an unknown command.
@@ -345,7 +493,9 @@ impl Topic {
             (true, false) => Some(Kind::Test),
             (false, true) => Some(Kind::Build),
             (true, true) => None,
-            (false, false) => self.setup.then_some(Kind::Setup),
+            // An unknown command under "Installation" is the user's install
+            // (a package, completions), not the checkout's setup.
+            (false, false) => None,
         }
     }
 }
@@ -391,42 +541,87 @@ enum Kind {
     Build,
     /// Tests (or checks).
     Test,
-    /// Must never run in the gate: system installs, downloads, git, running the app.
+    /// Must never run in the gate: system installs, downloads, git, running
+    /// the app, anything interactive or that never ends.
     Foreign,
 }
 
-/// Commands gathered from one document, in order.
+/// Commands gathered from one document, in order, with the shell's state
+/// across its blocks (they are one session).
 #[derive(Debug, Default)]
-struct Collected {
+struct Collected<'a> {
     setup: Vec<String>,
     build: Vec<String>,
     test: Vec<String>,
+    /// The names at the top of the checkout, when known.
+    top_level: Option<&'a [String]>,
+    /// The directories `git clone` lines create (entering one is entering the checkout).
+    clones: Vec<String>,
+    /// Whether a virtualenv was created, and activated, already.
+    venv_created: bool,
+    venv_activated: bool,
 }
 
-impl Collected {
+impl<'a> Collected<'a> {
+    fn new(top_level: Option<&'a [String]>) -> Self {
+        Collected {
+            top_level,
+            ..Collected::default()
+        }
+    }
+
     fn has_commands(&self) -> bool {
         !self.build.is_empty() || !self.test.is_empty()
     }
 
-    fn finish(self) -> (Vec<String>, Vec<String>) {
-        let mut build = Vec::new();
-        for command in self.setup.into_iter().chain(self.build) {
-            if !build.contains(&command) {
-                build.push(command);
+    fn finish(self) -> CommandSet {
+        let mut setup = Vec::with_capacity(self.setup.len() + 2);
+        // `pip install` outside a virtualenv is refused by a system Python
+        // (PEP 668): a person makes one first, and so do we.
+        let first_pip = self
+            .setup
+            .iter()
+            .position(|command| is_pip_install(command));
+        let activation = self.setup.iter().position(|command| is_activation(command));
+        for (index, command) in self.setup.into_iter().enumerate() {
+            if Some(index) == first_pip && activation.is_none_or(|activation| activation > index) {
+                if !self.venv_created {
+                    setup.push(DEFAULT_VENV.to_owned());
+                }
+                if activation.is_none() {
+                    setup.push(DEFAULT_ACTIVATION.to_owned());
+                }
             }
+            setup.push(command);
         }
-        (build, self.test)
+        CommandSet {
+            setup,
+            build: self.build,
+            test: self.test,
+            environment: BTreeMap::new(),
+        }
     }
 
-    fn push(list: &mut Vec<String>, command: String) {
-        if !list.contains(&command) {
+    /// Adds a command unless it is already there, or is an alternative of
+    /// one already there (build and test: the same program and subcommand
+    /// again — `cargo build --release --features x` after `cargo build
+    /// --release` — is another way to do it, not another step).
+    fn push(list: &mut Vec<String>, command: String, alternatives: bool) {
+        let key = alternatives.then(|| alternative_key(&command));
+        let present = list.iter().any(|existing| {
+            *existing == command
+                || key
+                    .as_ref()
+                    .is_some_and(|key| *key == alternative_key(existing))
+        });
+        if !present {
             list.push(command);
         }
     }
 
     /// Reads one block (or inline span) of text.
     fn block(&mut self, literal: &str, style: BlockStyle, context: Topic) {
-        let commands = block_commands(literal, style);
+        let commands = self.block_commands(literal, style);
         // Context speaks only for blocks with no recognised build or test command:
         // next to `cargo build`, a `./target/release/app --version` is a demo.
         let recognised = commands
@@ -448,63 +643,257 @@ impl Collected {
                 kind => kind,
             };
             match kind {
-                Kind::Setup => Self::push(&mut self.setup, command),
-                Kind::Build => Self::push(&mut self.build, command),
-                Kind::Test => Self::push(&mut self.test, command),
+                Kind::Setup => Self::push(&mut self.setup, command, false),
+                Kind::Build => Self::push(&mut self.build, command, true),
+                Kind::Test => Self::push(&mut self.test, command, true),
                 Kind::Neutral | Kind::Unknown | Kind::Foreign => {}
             }
         }
     }
+
+    /// Whether `cd target` enters the checkout itself (the clone just made,
+    /// a placeholder such as `<repo>` or `path/to/project`, or a directory
+    /// the checkout does not have at its top).
+    fn enters_checkout(&self, target: &str) -> bool {
+        let target = target.trim_end_matches('/');
+        let first = target
+            .trim_start_matches("./")
+            .split('/')
+            .next()
+            .unwrap_or("");
+        self.clones.iter().any(|clone| clone == target)
+            || target.contains(['<', '>', '{', '}'])
+            || target.contains("path/to")
+            || self
+                .top_level
+                .is_some_and(|names| !names.iter().any(|name| name == first))
+    }
+
+    /// The commands of a block with their kinds, cleaned, `cd`-scoped, and
+    /// without neutral or foreign ones.
+    fn block_commands(&mut self, literal: &str, style: BlockStyle) -> Vec<(String, Kind)> {
+        let lines = join_continuations(literal);
+        let prompt = if style == BlockStyle::Inline {
+            None
+        } else {
+            block_prompt(&lines, style)
+        };
+        let mut commands = Vec::new();
+        let mut directory: Option<String> = None;
+        let mut after_clone = false;
+        for line in &lines {
+            let command = match prompt {
+                Some(prompt) => match line.trim_start().strip_prefix(prompt) {
+                    Some(command) => command,
+                    None if line.trim() == prompt.trim() => "",
+                    None => continue, // program output
+                },
+                None => line.as_str(),
+            };
+            let command = strip_comment(command).trim();
+            if command.is_empty() {
+                continue;
+            }
+            if change_directory(command).is_some() && runs_hidden_code(command) {
+                // `cd web$(curl …|sh)`: the lines after it would run in a directory
+                // nobody can name, so the rest of the block is not read.
+                break;
+            }
+            if let Some(change) = change_directory(command) {
+                directory = match change {
+                    ChangeDirectory::Into(target)
+                        if !after_clone && !self.enters_checkout(target) =>
+                    {
+                        Some(target.trim_start_matches("./").to_owned())
+                    }
+                    ChangeDirectory::Into(_) | ChangeDirectory::Away => None,
+                };
+                after_clone = false;
+                continue;
+            }
+            if let Some(clone) = clone_directory(command) {
+                self.clones.push(clone);
+            }
+            after_clone = command.starts_with("git clone") || command.contains("&& git clone");
+            if let Some(environment) = activation_path(command) {
+                // Activation is setup; only the first virtualenv counts (the
+                // others are the same step for another system).
+                if !self.venv_activated {
+                    self.venv_activated = true;
+                    let path = match &directory {
+                        Some(directory) => format!("{directory}/{environment}"),
+                        None => environment.to_owned(),
+                    };
+                    commands.push((format!(". {path}"), Kind::Setup));
+                }
+                continue;
+            }
+            let kind = classify_line(command);
+            if matches!(kind, Kind::Neutral | Kind::Foreign) {
+                continue;
+            }
+            if kind == Kind::Setup && creates_venv(command) {
+                if self.venv_created {
+                    continue;
+                }
+                self.venv_created = true;
+            }
+            let command = match &directory {
+                Some(directory) => format!("(cd {directory} && {command})"),
+                None => command.to_owned(),
+            };
+            commands.push((command, kind));
+        }
+        commands
+    }
 }
 
-/// The commands of a block with their kinds, cleaned, `cd`-prefixed, and
-/// without neutral or foreign ones.
-fn block_commands(literal: &str, style: BlockStyle) -> Vec<(String, Kind)> {
-    let lines = join_continuations(literal);
-    let session = style == BlockStyle::Session
-        || (style != BlockStyle::Inline
-            && lines.iter().any(|line| prompt_stripped(line).is_some()));
-    let mut commands = Vec::new();
-    let mut directory: Option<String> = None;
-    let mut after_clone = false;
-    for line in &lines {
-        let command = if session {
-            match prompt_stripped(line) {
-                Some(command) => command,
-                None => continue, // program output
-            }
-        } else {
-            line.as_str()
-        };
-        let command = strip_comment(command).trim();
-        if command.is_empty() {
-            continue;
-        }
-        if change_directory(command).is_some() && runs_hidden_code(command) {
-            // `cd web$(curl …|sh)`: the lines after it would run in a directory
-            // nobody can name, so the rest of the block is not read.
-            break;
-        }
-        if let Some(change) = change_directory(command) {
-            directory = match change {
-                ChangeDirectory::Into(target) if !after_clone => Some(target.to_owned()),
-                ChangeDirectory::Into(_) | ChangeDirectory::Away => None,
-            };
-            after_clone = false;
-            continue;
-        }
-        let kind = classify_line(command);
-        after_clone = command.starts_with("git clone") || command.contains("&& git clone");
-        if matches!(kind, Kind::Neutral | Kind::Foreign) {
-            continue;
-        }
-        let command = match &directory {
-            Some(directory) => format!("cd {directory} && {command}"),
-            None => command.to_owned(),
-        };
-        commands.push((command, kind));
+/// The virtualenv made when a document installs with pip without one.
+const DEFAULT_VENV: &str = "python3 -m venv .venv";
+/// Its activation.
+const DEFAULT_ACTIVATION: &str = ". .venv/bin/activate";
+
+/// The prompt a block's commands start with, if it is a terminal session:
+/// `$ ` or `% ` anywhere, or `> ` on its first command line.
+fn block_prompt(lines: &[String], style: BlockStyle) -> Option<&'static str> {
+    let prompts = ["$ ", "% "];
+    if let Some(prompt) = prompts.into_iter().find(|prompt| {
+        lines.iter().any(|line| {
+            let line = line.trim_start();
+            line.starts_with(prompt) || line == prompt.trim()
+        })
+    }) {
+        return Some(prompt);
     }
-    commands
+    let first = lines
+        .iter()
+        .map(|line| line.trim_start())
+        .find(|line| !line.is_empty() && !line.starts_with('#'))?;
+    if first.starts_with("> ") {
+        return Some("> ");
+    }
+    (style == BlockStyle::Session).then_some("$ ")
+}
+
+/// The directory a `git clone URL [DIR]` line creates.
+fn clone_directory(command: &str) -> Option<String> {
+    let words = simple_commands(command).into_iter().next()?;
+    if words.first().map(String::as_str) != Some("git")
+        || words.get(1).map(String::as_str) != Some("clone")
+    {
+        return None;
+    }
+    let plain: Vec<&String> = words[2..]
+        .iter()
+        .filter(|word| !word.starts_with('-'))
+        .collect();
+    match plain.as_slice() {
+        [_, directory, ..] => Some((*directory).clone()),
+        [url] => {
+            let name = url.trim_end_matches('/').rsplit(['/', ':']).next()?;
+            Some(name.trim_end_matches(".git").to_owned())
+        }
+        [] => None,
+    }
+}
+
+/// The environment a line activates (`source .venv/bin/activate`, `.
+/// venv/bin/activate`): a relative path inside the checkout.
+fn activation_path(command: &str) -> Option<&str> {
+    let mut words = command.split_whitespace();
+    if !matches!(words.next(), Some("source" | ".")) {
+        return None;
+    }
+    let script = words.next()?;
+    if words.next().is_some() {
+        return None;
+    }
+    let environment = script.strip_suffix("/bin/activate")?;
+    let inside = !environment.is_empty()
+        && !environment.starts_with(['/', '~', '$'])
+        && !environment.split('/').any(|part| part == "..")
+        && environment
+            .chars()
+            .all(|character| character.is_ascii_alphanumeric() || "._-/".contains(character));
+    inside.then_some(script)
+}
+
+/// Whether a line creates a virtualenv (`python3 -m venv .venv`, `python
+/// -mvenv venv`, `virtualenv venv`, `uv venv`).
+fn creates_venv(command: &str) -> bool {
+    simple_commands(command).iter().any(|words| {
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let program = words
+            .first()
+            .map_or("", |word| word.rsplit('/').next().unwrap_or(word));
+        program == "virtualenv"
+            || (program == "uv" && words.get(1) == Some(&"venv"))
+            || words.windows(2).any(|pair| pair == ["-m", "venv"])
+            || words.contains(&"-mvenv")
+    })
+}
+
+fn is_activation(command: &str) -> bool {
+    command.starts_with(". ") && command.ends_with("/bin/activate")
+}
+
+/// Whether a setup line installs with pip (into whatever Python is active).
+fn is_pip_install(command: &str) -> bool {
+    simple_commands(command).iter().any(|words| {
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let program = words
+            .first()
+            .map_or("", |word| word.rsplit('/').next().unwrap_or(word));
+        matches!(program, "pip" | "pip3") && words.get(1) == Some(&"install")
+            || words
+                .windows(3)
+                .any(|three| three == ["-m", "pip", "install"])
+    })
+}
+
+/// What makes two build or test lines the same step: each simple command's
+/// program and subcommand (`npm run NAME` keeps the name), without flags,
+/// paths or arguments.
+fn alternative_key(command: &str) -> Vec<Vec<String>> {
+    simple_commands(command)
+        .into_iter()
+        .map(|words| {
+            let words: Vec<String> = words
+                .into_iter()
+                .skip_while(|word| is_assignment(word))
+                .collect();
+            let mut key: Vec<String> = words.iter().take(1).cloned().collect();
+            let plain: Vec<&String> = words
+                .iter()
+                .skip(1)
+                .filter(|word| !word.starts_with('-'))
+                .collect();
+            if let Some(subcommand) = plain.first() {
+                key.push((*subcommand).clone());
+                if matches!(subcommand.as_str(), "run" | "run-script" | "exec") || key[0] == "cd" {
+                    key.extend(plain.get(1).map(|word| (*word).clone()));
+                }
+            }
+            // Paths and targets (`./internal/...`) make another step; option
+            // values (`--features pcre2`) do not.
+            key.extend(
+                plain
+                    .iter()
+                    .skip(1)
+                    .filter(|word| word.contains(['/', '.']))
+                    .map(|word| (*word).clone()),
+            );
+            key
+        })
+        .collect()
+}
+
+/// Whether a line is an activation written for Windows (`venv\Scripts\activate`).
+fn windows_activation(command: &str) -> bool {
+    let lower = command.to_ascii_lowercase();
+    lower.contains("\\scripts\\")
+        || lower.contains("activate.bat")
+        || lower.contains("activate.ps1")
 }
 
 /// Lines of a block with `\`-continuations joined.
@@ -536,14 +925,6 @@ fn join_continuations(literal: &str) -> Vec<String> {
     }
     lines.extend(pending);
     lines
-}
-
-/// The command after a `$ ` or `% ` prompt, if the line has one.
-fn prompt_stripped(line: &str) -> Option<&str> {
-    let line = line.trim_start();
-    line.strip_prefix("$ ")
-        .or_else(|| line.strip_prefix("% "))
-        .or_else(|| (line == "$").then_some(""))
 }
 
 /// The line without a `#` comment (whole-line, or after whitespace outside quotes).
@@ -649,7 +1030,7 @@ fn looks_like_command(command: &str) -> bool {
 
 /// The kind of a whole command line (which may chain several commands).
 fn classify_line(line: &str) -> Kind {
-    if runs_hidden_code(line) {
+    if runs_hidden_code(line) || windows_activation(line) || is_interactive(line) {
         return Kind::Foreign;
     }
     let kinds: Vec<Kind> = simple_commands(line)
@@ -674,6 +1055,18 @@ fn runs_hidden_code(line: &str) -> bool {
             .expect("valid pattern")
     });
     HIDDEN.is_match(line)
+}
+
+/// Whether a line starts something that waits for a person or never ends: a
+/// watcher (`--watch`), a dev server, a notebook, an interactive shell.
+fn is_interactive(line: &str) -> bool {
+    static INTERACTIVE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)(^|\s)--watch(all)?\b|\bhttp\.server\b|\brunserver\b|\bflask\s+run\b|\bcypress\s+open\b|\bjupyter(-lab|-notebook)?\b|\b(pipenv|poetry)\s+shell\b|\bdocker(-|\s+)compose\s+up\b|\bcargo\s+watch\b",
+        )
+        .expect("valid pattern")
+    });
+    INTERACTIVE.is_match(line)
 }
 
 /// A line's simple commands — split at `|`, `;` and `&` outside quotes — each
@@ -768,7 +1161,13 @@ fn fixed_kind(program: &str) -> Option<Kind> {
         | "choco" | "winget" | "snap" | "curl" | "wget" | "git" | "gh" | "docker"
         | "docker-compose" | "podman" | "kubectl" | "helm" | "terraform" | "nvm" | "rustup"
         | "asdf" | "sdk" | "pyenv" | "gem" | "pipx" | "open" | "code" | "xcode-select" | "xed"
-        | "rm" | "eval" | "exec" => Kind::Foreign,
+        | "rm" | "eval" | "exec" | "serve" | "http-server" | "live-server" | "nodemon"
+        | "jupyter" | "uvicorn" | "gunicorn" | "streamlit" | "flask" | "hugo" | "air"
+        | "watchexec" | "dpkg" | "rpm" | "zypper" | "emerge" | "scoop" | "nix-env" | "flox"
+        | "guix" | "doas" | "pkg" | "pkg_add" | "pkgin" | "pkgman" | "xbps-install" => {
+            Kind::Foreign
+        }
+        "virtualenv" => Kind::Setup,
         "gotestsum" | "ginkgo" | "jest" | "vitest" | "mocha" | "karma" | "pytest" | "py.test"
         | "tox" | "nox" | "rspec" | "phpunit" | "ctest" => Kind::Test,
         "tsc" | "cmake" | "meson" | "ninja" | "configure" | "autogen.sh" | "autoreconf" => {
@@ -810,7 +1209,9 @@ fn classify(command: &[String]) -> Kind {
         "mvn" | "mvnw" => maven_kind(&plain),
         "xcodebuild" => xcodebuild_kind(arguments),
         "swift" => swift_kind(&plain),
-        "python" | "python3" | "uv" | "poetry" | "pipenv" | "hatch" => python_kind(&plain),
+        "python" | "python3" | "uv" | "poetry" | "pipenv" | "hatch" => {
+            python_kind(program, &plain, arguments)
+        }
         "pip" | "pip3" => pip_kind(&plain, arguments),
         "bazel" | "bazelisk" | "dotnet" | "flutter" | "dart" | "mix" | "deno" | "sbt" | "just"
         | "task" | "composer" | "fastlane" => task_runner_kind(&plain),
@@ -849,7 +1250,17 @@ fn go_kind(plain: &[&str]) -> Kind {
 }
 
 fn node_runner_kind(plain: &[&str]) -> Kind {
+    let second = plain.get(1).copied().unwrap_or("");
     match plain.first().copied().unwrap_or("") {
+        "cypress" | "playwright" if matches!(second, "open" | "ui" | "codegen" | "show-report") => {
+            Kind::Foreign
+        }
+        "vite" | "next" | "nuxt" | "astro"
+            if matches!(second, "" | "dev" | "start" | "preview" | "serve") =>
+        {
+            Kind::Foreign
+        }
+        "serve" | "http-server" | "live-server" | "nodemon" | "concurrently" => Kind::Foreign,
         "jest" | "vitest" | "mocha" | "karma" | "cypress" | "playwright" => Kind::Test,
         "tsc" | "vite" | "next" | "webpack" | "rollup" | "esbuild" if !plain.contains(&"dev") => {
             Kind::Build
@@ -863,7 +1274,7 @@ fn cargo_kind(plain: &[&str]) -> Kind {
         "test" | "nextest" => Kind::Test,
         "build" | "check" => Kind::Build,
         "fetch" => Kind::Setup,
-        "install" | "run" | "publish" => Kind::Foreign,
+        "install" | "binstall" | "run" | "publish" | "watch" => Kind::Foreign,
         _ => Kind::Unknown,
     }
 }
@@ -931,6 +1342,7 @@ fn ruby_kind(program: &str, plain: &[&str]) -> Kind {
         ("bundle", "install") => Kind::Setup,
         ("bundle", "exec") => match plain.get(1).copied() {
             Some("rspec" | "rake") => Kind::Test,
+            Some("pod") if plain.get(2) == Some(&"install") => Kind::Setup,
             _ => Kind::Unknown,
         },
         ("rake", "" | "test" | "spec") => Kind::Test,
@@ -997,6 +1409,20 @@ fn node_kind(program: &str, plain: &[&str], arguments: &[&str]) -> Kind {
         other => other,
     };
     let runs_test = |name: &str| name == "t" || name.starts_with("test") || name.starts_with("e2e");
+    // `npm run test:e2e:open`, `yarn start:api:watch`: the name says it waits.
+    let waits = |name: &str| {
+        name.split([':', '-', '_', '.']).any(|part| {
+            matches!(
+                part,
+                "open" | "watch" | "dev" | "serve" | "start" | "storybook" | "preview" | "server"
+            )
+        })
+    };
+    if program != "yarn" || !first.is_empty() {
+        if !matches!(first, "install" | "i" | "add" | "ci") && waits(named) {
+            return Kind::Foreign;
+        }
+    }
     match first {
         "" if program == "yarn" => Kind::Setup,
         "ci" => Kind::Setup,
@@ -1061,8 +1487,45 @@ fn gradle_kind(tasks: &[&str]) -> Kind {
     }
 }
 
-fn python_kind(plain: &[&str]) -> Kind {
+fn python_kind(program: &str, plain: &[&str], arguments: &[&str]) -> Kind {
     let joined = plain.join(" ");
+    let module = arguments
+        .iter()
+        .position(|word| *word == "-m")
+        .and_then(|index| arguments.get(index + 1))
+        .copied()
+        .or_else(|| {
+            arguments
+                .iter()
+                .find_map(|word| word.strip_prefix("-m").filter(|rest| !rest.is_empty()))
+        });
+    if module == Some("venv") || (program == "uv" && plain.first() == Some(&"venv")) {
+        return Kind::Setup;
+    }
+    if module == Some("pip") {
+        let rest: Vec<&str> = arguments
+            .iter()
+            .skip_while(|word| **word != "pip")
+            .skip(1)
+            .copied()
+            .collect();
+        let plain: Vec<&str> = rest
+            .iter()
+            .copied()
+            .filter(|word| !word.starts_with('-'))
+            .collect();
+        return pip_kind(&plain, &rest);
+    }
+    if program == "uv" && plain.first() == Some(&"pip") {
+        let rest = &arguments[arguments
+            .iter()
+            .position(|word| *word == "pip")
+            .map_or(0, |index| index + 1)..];
+        return pip_kind(&plain[1..], rest);
+    }
+    if joined.contains("manage.py test") {
+        return Kind::Test;
+    }
     if joined.contains("pytest") || joined.contains("unittest") || joined.starts_with("run tox") {
         Kind::Test
     } else if matches!(plain.first().copied(), Some("install" | "sync")) {
@@ -1078,8 +1541,13 @@ fn python_kind(plain: &[&str]) -> Kind {
 mod tests {
     use super::*;
 
+    /// Setup and build in one list (the order they run in), and test.
     fn found(text: &str) -> (Vec<String>, Vec<String>) {
-        commands_in_markdown(text).expect("commands")
+        let commands = commands_in_markdown(text).expect("commands");
+        (
+            commands.setup.into_iter().chain(commands.build).collect(),
+            commands.test,
+        )
     }
 
     #[test]
@@ -1186,7 +1654,8 @@ mod tests {
             "## Testing\n\n```console\n$ go test ./... # all packages\nok  \texample.com/x\t0.01s\n$ go test -race \\\n    -count=1 ./...\n```\n",
         );
         assert!(build.is_empty());
-        assert_eq!(test, ["go test ./...", "go test -race -count=1 ./..."]);
+        // The second is the same step with more flags: an alternative.
+        assert_eq!(test, ["go test ./..."]);
         assert_eq!(
             strip_comment("echo '#not a comment' # comment"),
             "echo '#not a comment' "
@@ -1217,8 +1686,8 @@ mod tests {
         let (build, test) = found(
             "## Development\n\n```sh\ngit clone https://example.com/app.git\ncd app\nmake\ncd web\nnpm ci\nnpm test\n```\n",
         );
-        assert_eq!(build, ["cd web && npm ci", "make"]);
-        assert_eq!(test, ["cd web && npm test"]);
+        assert_eq!(build, ["(cd web && npm ci)", "make"]);
+        assert_eq!(test, ["(cd web && npm test)"]);
     }
 
     #[test]
