@@ -431,7 +431,9 @@ fn preceding_paragraph<'a>(node: &'a AstNode<'a>) -> Option<String> {
     matches!(previous.data().value, NodeValue::Paragraph).then(|| text_of(previous))
 }
 
-/// What a heading or paragraph is about.
+/// What a heading or paragraph is about (independent flags: a heading can
+/// be about the build and the tests at once).
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Topic {
     test: bool,
@@ -464,15 +466,15 @@ static LINUX_WORDS: LazyLock<Regex> =
 
 impl Topic {
     fn of(text: &str) -> Topic {
-        let test = TEST_WORDS.is_match(text);
-        let build = BUILD_WORDS.is_match(text);
+        let about_tests = TEST_WORDS.is_match(text);
+        let about_the_build = BUILD_WORDS.is_match(text);
         Topic {
-            test,
-            build,
+            test: about_tests,
+            build: about_the_build,
             setup: SETUP_WORDS.is_match(text),
-            // "Building a compatibility layer" under Usage is still usage, but
-            // a heading that names the build or the tests is about them.
-            not_the_build: NOT_THE_BUILD_WORDS.is_match(text) && !test && !build,
+            // A heading that names the build or the tests is about them, even
+            // with "example" or "release" in it.
+            not_the_build: NOT_THE_BUILD_WORDS.is_match(text) && !about_tests && !about_the_build,
             other_system: OTHER_SYSTEM_WORDS.is_match(text) && !LINUX_WORDS.is_match(text),
         }
     }
@@ -492,10 +494,10 @@ impl Topic {
         match (self.test, self.build) {
             (true, false) => Some(Kind::Test),
             (false, true) => Some(Kind::Build),
-            (true, true) => None,
-            // An unknown command under "Installation" is the user's install
-            // (a package, completions), not the checkout's setup.
-            (false, false) => None,
+            // Both decide nothing; and an unknown command under
+            // "Installation" is the user's install (a package, completions),
+            // not the checkout's setup.
+            _ => None,
         }
     }
 }
@@ -1418,10 +1420,11 @@ fn node_kind(program: &str, plain: &[&str], arguments: &[&str]) -> Kind {
             )
         })
     };
-    if program != "yarn" || !first.is_empty() {
-        if !matches!(first, "install" | "i" | "add" | "ci") && waits(named) {
-            return Kind::Foreign;
-        }
+    if (program != "yarn" || !first.is_empty())
+        && !matches!(first, "install" | "i" | "add" | "ci")
+        && waits(named)
+    {
+        return Kind::Foreign;
     }
     match first {
         "" if program == "yarn" => Kind::Setup,
@@ -1765,5 +1768,184 @@ mod tests {
             panic!("README commands");
         };
         assert_eq!(commands.source.name(), "README.md");
+    }
+
+    fn set(text: &str) -> CommandSet {
+        commands_in_markdown(text).expect("commands")
+    }
+
+    #[test]
+    fn a_development_section_is_one_shell_session() {
+        // Issue 24: the venv lines were dropped and `pip install` hit PEP 668.
+        // The checkout has no `datasette-graphql` directory: that `cd` is
+        // entering the checkout itself.
+        let names = ["tests".to_owned(), "pyproject.toml".to_owned()];
+        let commands = read_markdown(
+            "## Development\n\nFirst checkout the code. Then create a new virtual environment:\n\n    cd datasette-graphql\n    python3 -mvenv venv\n    source venv/bin/activate\n\nOr if you are using `pipenv`:\n\n    pipenv shell\n\nNow install the dependencies and tests:\n\n    pip install -e '.[test]'\n\nTo run the tests:\n\n    pytest\n",
+            Some(&names),
+        )
+        .expect("commands");
+        assert_eq!(
+            commands.setup,
+            [
+                "python3 -mvenv venv",
+                ". venv/bin/activate",
+                "pip install -e '.[test]'"
+            ]
+        );
+        assert!(commands.build.is_empty());
+        assert_eq!(commands.test, ["pytest"]);
+    }
+
+    #[test]
+    fn only_the_first_virtualenv_counts_and_windows_lines_are_dropped() {
+        let commands = set(
+            "## Setup\n\n**On macOS/Linux:**\n```bash\npython3 -m venv venv\nsource venv/bin/activate\n```\n\n**On Windows:**\n```bash\npython -m venv venv\nvenv\\Scripts\\activate\n```\n\n```bash\npython -m venv env\n. env/bin/activate\npip install -r requirements.txt\n```\n\n## Tests\n\n```bash\npython -m pytest\n```\n",
+        );
+        assert_eq!(
+            commands.setup,
+            [
+                "python3 -m venv venv",
+                ". venv/bin/activate",
+                "pip install -r requirements.txt"
+            ]
+        );
+        assert_eq!(commands.test, ["python -m pytest"]);
+    }
+
+    #[test]
+    fn pip_without_a_virtualenv_gets_one() {
+        let commands = set("## Running tests\n\n```sh\npip install -e .\npytest -q\n```\n");
+        assert_eq!(
+            commands.setup,
+            [DEFAULT_VENV, DEFAULT_ACTIVATION, "pip install -e ."]
+        );
+    }
+
+    #[test]
+    fn entering_the_checkout_is_dropped_and_other_directories_are_scoped() {
+        let names = ["web".to_owned(), "README.md".to_owned()];
+        let commands = read_markdown(
+            "## Building\n\n```sh\ngit clone https://github.com/acme/app.git\n```\n\nThen:\n\n```sh\ncd app\nmake\n```\n\n```sh\ncd my-checkout\ncd web\nnpm ci\nnpm test\n```\n",
+            Some(&names),
+        )
+        .expect("commands");
+        assert_eq!(commands.setup, ["(cd web && npm ci)"]);
+        assert_eq!(commands.build, ["make"]);
+        assert_eq!(commands.test, ["(cd web && npm test)"]);
+        // Without the listing, a placeholder is still the checkout.
+        let commands = set("## Build\n\n```sh\ncd path/to/project\nmake\n```\n");
+        assert_eq!(commands.build, ["make"]);
+    }
+
+    #[test]
+    fn benchmark_performance_usage_and_release_sections_are_not_the_build() {
+        // BurntSushi/walkdir: this recipe under "### Performance" became the build.
+        for heading in [
+            "### Performance",
+            "## Benchmarks",
+            "## Usage",
+            "## Deployment",
+            "## Releasing",
+            "## Examples",
+        ] {
+            let text = format!(
+                "# Crate\n\n{heading}\n\n```sh\n# Compile and test speed:\ncargo build --release --example walkdir\ntime ./target/release/examples/walkdir $DIR\n```\n"
+            );
+            assert_eq!(commands_in_markdown(&text), None, "{heading}");
+        }
+        // A section about the tests inside one of them is read.
+        let commands = set("## Usage\n\n### Running the tests\n\n```sh\ncargo test\n```\n");
+        assert_eq!(commands.test, ["cargo test"]);
+    }
+
+    #[test]
+    fn interactive_and_long_running_commands_never_run() {
+        for line in [
+            "npm start",
+            "npm run dev",
+            "npm run serve",
+            "yarn dev",
+            "npm run test:e2e:open",
+            "yarn cypress:open",
+            "npx cypress open",
+            "npm run build:watch",
+            "jest --watch",
+            "npm test -- --watchAll",
+            "docker compose up",
+            "docker-compose up -d",
+            "serve -s build",
+            "npx serve dist",
+            "python -m http.server 8000",
+            "flask run",
+            "python manage.py runserver",
+            "jupyter notebook",
+            "jupyter lab",
+            "uvicorn app:app --reload",
+            "pipenv shell",
+            "cargo watch -x test",
+            "npx vite",
+        ] {
+            assert_eq!(classify_line(line), Kind::Foreign, "{line}");
+        }
+        for (line, kind) in [
+            ("npm run test:e2e", Kind::Test),
+            ("npx cypress run", Kind::Test),
+            ("python manage.py test", Kind::Test),
+            ("python3 -m venv .venv", Kind::Setup),
+            ("python -m pip install -e .", Kind::Setup),
+            ("uv pip install -e '.[dev]'", Kind::Setup),
+            ("uv sync", Kind::Setup),
+            ("poetry install", Kind::Setup),
+            ("virtualenv venv", Kind::Setup),
+            ("npx vite build", Kind::Build),
+        ] {
+            assert_eq!(classify_line(line), kind, "{line}");
+        }
+    }
+
+    #[test]
+    fn inline_code_in_prose_is_not_a_command() {
+        // A syllabus bullet became `unittest`, `pytest`, `tox`.
+        assert_eq!(
+            commands_in_markdown(
+                "## Syllabus\n\n- Week 9: Testing with `unittest`, `pytest` and `tox`\n- Week 10: Packaging\n"
+            ),
+            None
+        );
+        assert_eq!(
+            commands_in_markdown("Run `make test` before you push.\n"),
+            None
+        );
+        // A labelled command, or a command leading its item, is one.
+        assert_eq!(set("- Test: `make test`\n").test, ["make test"]);
+        assert_eq!(set("- `npm test` runs the suite\n").test, ["npm test"]);
+    }
+
+    #[test]
+    fn a_greater_than_prompt_is_a_prompt() {
+        let commands = set(
+            "## Getting started\n\n```bash\n# install dependencies\n> yarn install\n# serve with hot reload at localhost:8080\n> yarn serve\n```\n\n```bash\n# build for production\nyarn run build\n\n# run unit tests\nyarn test\n```\n",
+        );
+        assert_eq!(commands.setup, ["yarn install"]);
+        assert_eq!(commands.build, ["yarn run build"]);
+        assert_eq!(commands.test, ["yarn test"]);
+    }
+
+    #[test]
+    fn hostile_markdown_never_panics() {
+        let long_line = "x".repeat(1 << 20);
+        for text in [
+            "```sh\ncd é\u{301}\nmake\n```",
+            "```sh\n. \n```",
+            "```sh\nsource\n```",
+            "```sh\ngit clone\ncd\n```",
+            "```\n> \n$\n%\n```",
+            "- `é`: `ü`\n",
+            &long_line,
+        ] {
+            let _ = commands_in_markdown(text);
+            let _ = read_markdown(text, Some(&[]));
+        }
     }
 }

@@ -171,11 +171,11 @@ fn node_commands(text: &str, has: &dyn Fn(&str) -> bool) -> Result<Option<Comman
                 .split(|character: char| !character.is_ascii_alphanumeric())
                 .any(|word| matches!(word, "open" | "watch" | "serve" | "dev" | "start"))
     };
-    let build = scripts.contains_key("build");
-    let test = scripts
+    let has_build_script = scripts.contains_key("build");
+    let has_test_script = scripts
         .get("test")
         .is_some_and(|script| script.trim() != NPM_PLACEHOLDER && !waits(script));
-    if !build && !test {
+    if !has_build_script && !has_test_script {
         return Ok(None);
     }
     let (install, runner) = if has("package-lock.json") || has("npm-shrinkwrap.json") {
@@ -193,7 +193,7 @@ fn node_commands(text: &str, has: &dyn Fn(&str) -> bool) -> Result<Option<Comman
     };
     Ok(Some(CommandSet {
         setup: vec![install.to_owned()],
-        build: if build {
+        build: if has_build_script {
             vec![if runner == "npm" {
                 "npm run build".to_owned()
             } else {
@@ -202,7 +202,7 @@ fn node_commands(text: &str, has: &dyn Fn(&str) -> bool) -> Result<Option<Comman
         } else {
             Vec::new()
         },
-        test: if test {
+        test: if has_test_script {
             vec![format!("{runner} test")]
         } else {
             Vec::new()
@@ -258,18 +258,19 @@ fn python_commands<'a>(
             extras.insert(name.clone(), strings(requirements));
         }
     }
-    if let Some(sections) = &setup_cfg {
-        if let Some(entries) = sections.get("options.extras_require") {
-            for (name, value) in entries {
-                extras.entry(name.clone()).or_insert_with(|| {
-                    value
-                        .lines()
-                        .map(str::trim)
-                        .filter(|line| !line.is_empty())
-                        .map(str::to_owned)
-                        .collect()
-                });
-            }
+    if let Some(entries) = setup_cfg
+        .as_ref()
+        .and_then(|sections| sections.get("options.extras_require"))
+    {
+        for (name, value) in entries {
+            extras.entry(name.clone()).or_insert_with(|| {
+                value
+                    .lines()
+                    .map(str::trim)
+                    .filter(|line| !line.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            });
         }
     }
     let groups = table(&["dependency-groups"]);
@@ -332,20 +333,20 @@ fn python_commands<'a>(
     } else {
         let mut editable_in_requirements = false;
         let requirements_file = REQUIREMENTS_FILES.iter().find(|name| has(name)).copied();
-        if test_group.is_none() {
-            if let Some(file) = requirements_file {
-                let contents = text(file).unwrap_or("");
-                editable_in_requirements = contents.lines().any(|line| {
-                    let line = line.trim();
-                    line.starts_with("-e .")
-                        || line == "."
-                        || line.starts_with(".[")
-                        || line.starts_with("-e.")
-                });
-                has_pytest = contents
-                    .lines()
-                    .any(|line| requirement_name(line) == "pytest");
-            }
+        if test_group.is_none()
+            && let Some(file) = requirements_file
+        {
+            let contents = text(file).unwrap_or("");
+            editable_in_requirements = contents.lines().any(|line| {
+                let line = line.trim();
+                line.starts_with("-e .")
+                    || line == "."
+                    || line.starts_with(".[")
+                    || line.starts_with("-e.")
+            });
+            has_pytest = contents
+                .lines()
+                .any(|line| requirement_name(line) == "pytest");
         }
         if installable && !editable_in_requirements {
             setup.push("pip install -e .".to_owned());
