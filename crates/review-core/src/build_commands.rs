@@ -1,4 +1,5 @@
-//! Build and test command discovery from a repository's `CLAUDE.md` / `README.md`.
+//! Build and test command discovery from a repository's `CLAUDE.md` / `README.md`,
+//! else from its manifests ([`manifests`]).
 //!
 //! Seed 004 gates every review on the project's own build and tests, which each
 //! project documents in prose. This module reads that prose (parsed with comrak,
@@ -6,19 +7,48 @@
 //! that there were none — [`Discovery::NothingFound`] is an outcome the pipeline
 //! reports, not an error.
 //!
-//! How a document is read:
+//! How a document is read — as a person reads it, its blocks in order being
+//! **one shell session** (the gate runs setup, build and test in one shell):
 //! - **Where commands come from.** Fenced and indented code blocks whose info
 //!   string is a shell (`sh`, `bash`, `shell`, `console`, `zsh`, …), or that
 //!   have no info string / `text`. Blocks in other languages (`go`, `json`,
-//!   `makefile`, `powershell`, …) are never commands. Inline code spans
-//!   (`` `make test` ``) are used only when no code block yields a build or
-//!   test command, and only for commands recognised on their own.
+//!   `makefile`, `powershell`, …) are never commands. Inline code spans are
+//!   used only when no code block yields a build or test command, only for
+//!   commands recognised on their own, and only when the span stands as a
+//!   command: the only span of its paragraph or list item, leading it
+//!   (`` `npm test` runs the suite ``) or after a short label and a colon
+//!   (`` Test: `npm test` ``). Code in a sentence (`` run `make` to … ``) or
+//!   one of several names (`` Testing: `unittest`, `pytest`, `tox` ``) is prose.
+//! - **Sections that are not the build.** The innermost heading that has a
+//!   topic decides a block's section: benchmark, performance, profiling,
+//!   deployment, release, publishing, usage, examples, demo and tutorial
+//!   sections are skipped (unless the heading names the build or the tests:
+//!   `### Running the tests` under `## Usage` is read), and so are blocks in a
+//!   section, or after a paragraph, about Windows or macOS only (the gate
+//!   runs on Linux).
 //! - **Cleaning.** Continuation lines (`\` at the end) are joined; in a
-//!   terminal session (a `console` block, or any line starting with `$ `) only
-//!   `$ `/`% ` lines are commands and the rest is output; `#` comments, whole
-//!   or trailing, are dropped. A `cd DIR` line prefixes the commands after it
-//!   in the same block (`cd web && npm test`), except right after a
-//!   `git clone` (entering the clone is entering the checkout).
+//!   terminal session (a `console` block, any line starting with `$ ` or
+//!   `% `, or a first command line starting with `> `) only prompt lines are
+//!   commands and the rest is output; `#` comments, whole or trailing, are
+//!   dropped.
+//! - **Directories.** A `cd` into the checkout itself is dropped: right after
+//!   a `git clone`, into a directory a `git clone` earlier in the document
+//!   made, into a placeholder (`<repo>`, `path/to/project`), or — when the
+//!   names at the top of the checkout are known — into a name that is not
+//!   there. Any other `cd DIR` scopes the commands after it in the same block
+//!   to a subshell, `(cd DIR && npm test)`, and a line with a `cd` in it
+//!   (`cd web && npm test`) runs in one, so neither moves the rest of the
+//!   session.
+//! - **Virtualenvs.** Creating one (`python3 -m venv .venv`, `python
+//!   -mvenv venv`, `virtualenv venv`, `uv venv`) and activating it (`source
+//!   .venv/bin/activate`, `. venv/bin/activate`: a relative path inside the
+//!   checkout, written `. PATH` so `sh` runs it too) are setup, kept in order,
+//!   so the next block's `pip install` goes into it; only the first creation
+//!   and activation count (the others are the same step for another
+//!   system), and Windows activations (`venv\Scripts\activate`) are dropped.
+//!   A document that installs with pip and never activates a virtualenv gets
+//!   `python3 -m venv .venv` and `. .venv/bin/activate` before its first
+//!   `pip install` (a system Python refuses it, PEP 668).
 //! - **Classifying.** A command is *test* or *build* when the tool says so
 //!   (`go test`, `npm test`, `./gradlew testDebugUnitTest`,
 //!   `xcodebuild … test`, `cargo build`, `make`…), or when an unknown
@@ -33,16 +63,30 @@
 //!   tool), so program output is not mistaken for one.
 //! - **Setup.** Commands that install the checkout's own dependencies
 //!   (`npm ci`, bare `npm install`, `yarn`, `bundle install`, `pod install`,
-//!   `go mod download`, `pip install -r …`) are kept as the first build steps
-//!   when the document has any build or test command, wherever they appear —
-//!   a fresh checkout cannot build without them. Everything else in an
-//!   install or setup block is dropped: system packages (`brew`, `apt-get`,
-//!   `sudo`), global tools and user installs (`npm install -g x`,
-//!   `go install x@latest`, `cargo install x`), downloads, `git`, and running
-//!   or deploying the app (`npm start`, `go run`, `docker compose up`), and
+//!   `go mod download`, `pip install -r …`, `pip install -e .`, `poetry
+//!   install`, `uv sync`, virtualenvs) are the `setup` list when the document
+//!   has any build or test command, wherever they appear — a fresh checkout
+//!   cannot build without them. An unknown command under an "Installation"
+//!   heading is the user's install, not setup. Everything else in an install
+//!   or setup block is dropped: system packages (`brew`, `apt-get`, `sudo`,
+//!   `dpkg`), global tools and user installs (`npm install -g x`, `go install
+//!   x@latest`, `cargo install x`, `pip install x`), downloads, `git`, and
 //!   Android instrumented tests (`connectedAndroidTest` needs a device). A line
 //!   containing any of those is dropped whole. Setup commands alone are not a
 //!   build: with no build or test command the document has found nothing.
+//! - **Nothing interactive or endless runs.** Running or deploying the app
+//!   (`npm start`, `go run`, `cargo run`), dev servers and watchers (`npm run
+//!   dev`, `yarn serve`, any `npm run`/`yarn` script whose name has an `open`,
+//!   `watch`, `dev`, `serve`, `start`, `preview` or `storybook` part such as
+//!   `test:e2e:open`, `--watch`, `vite`, `next dev`, `serve`, `nodemon`,
+//!   `cargo watch`), `cypress open`, `docker compose up`, `python -m
+//!   http.server`, `flask run`, `manage.py runserver`, `uvicorn`, `jupyter`,
+//!   `pipenv shell`/`poetry shell` are dropped.
+//! - **Alternatives.** A build or test command that is the same step as one
+//!   already kept — the same program, subcommand (`npm run NAME` with its
+//!   name) and paths, other options (`cargo build --release --features x`
+//!   after `cargo build --release`, `go test -v ./... -cover` after `go test
+//!   ./...`) — is another way to do it, not another step, and is dropped.
 //! - **Code that is not in the line is refused.** A line with command
 //!   substitution (`$(…)`, backquotes), process substitution (`<(…)`,
 //!   `>(…)`), `eval`, or a download (`curl`, `wget`) *anywhere* in it — not
@@ -63,7 +107,10 @@
 //! - **Precedence.** Explicit configuration wins outright (even if empty).
 //!   Otherwise documents are read in the order given — `CLAUDE.md` before
 //!   `README.md` ([`DOCUMENT_NAMES`]) — and the first one that yields a build or
-//!   test command is the source of both lists; documents are not mixed.
+//!   test command is the source of every list; documents are not mixed. When
+//!   none does, [`discover_in_checkout`] infers from the manifests
+//!   ([`manifests::infer`]: `Cargo.toml`, `go.mod`, `package.json`, a pytest
+//!   project, first match wins); the source is then `Cargo.toml (inferred)` ….
 //! - Commands keep their document order; exact duplicates are dropped.
 
 use std::collections::BTreeMap;
@@ -559,6 +606,8 @@ struct Collected<'a> {
     top_level: Option<&'a [String]>,
     /// The directories `git clone` lines create (entering one is entering the checkout).
     clones: Vec<String>,
+    /// The directories `mkdir` lines create (`mkdir build && cd build`: not the checkout).
+    made: Vec<String>,
     /// Whether a virtualenv was created, and activated, already.
     venv_created: bool,
     venv_activated: bool,
@@ -663,6 +712,9 @@ impl<'a> Collected<'a> {
             .split('/')
             .next()
             .unwrap_or("");
+        if self.made.iter().any(|made| made == first) {
+            return false;
+        }
         self.clones.iter().any(|clone| clone == target)
             || target.contains(['<', '>', '{', '}'])
             || target.contains("path/to")
@@ -716,6 +768,16 @@ impl<'a> Collected<'a> {
             if let Some(clone) = clone_directory(command) {
                 self.clones.push(clone);
             }
+            for words in simple_commands(command) {
+                if words.first().map(String::as_str) == Some("mkdir") {
+                    self.made.extend(
+                        words[1..]
+                            .iter()
+                            .filter(|word| !word.starts_with('-'))
+                            .map(|word| word.trim_start_matches("./").to_owned()),
+                    );
+                }
+            }
             after_clone = command.starts_with("git clone") || command.contains("&& git clone");
             if let Some(environment) = activation_path(command) {
                 // Activation is setup; only the first virtualenv counts (the
@@ -740,9 +802,15 @@ impl<'a> Collected<'a> {
                 }
                 self.venv_created = true;
             }
-            let command = match &directory {
-                Some(directory) => format!("(cd {directory} && {command})"),
-                None => command.to_owned(),
+            // A `cd` inside a line (`cd web && npm test`) would move the rest
+            // of the session: it runs in a subshell.
+            let moves = simple_commands(command)
+                .iter()
+                .any(|words| words.first().is_some_and(|word| word == "cd"));
+            let command = match (&directory, moves) {
+                (Some(directory), _) => format!("(cd {directory} && {command})"),
+                (None, true) => format!("({command})"),
+                (None, false) => command.to_owned(),
             };
             commands.push((command, kind));
         }
@@ -1833,6 +1901,16 @@ mod tests {
         assert_eq!(commands.setup, ["(cd web && npm ci)"]);
         assert_eq!(commands.build, ["make"]);
         assert_eq!(commands.test, ["(cd web && npm test)"]);
+        // A directory the document makes is not the checkout.
+        let commands = read_markdown(
+            "## Building\n\n```sh\nmkdir build\ncd build\ncmake ..\nmake\n```\n",
+            Some(&names),
+        )
+        .expect("commands");
+        assert_eq!(
+            commands.build,
+            ["(cd build && cmake ..)", "(cd build && make)"]
+        );
         // Without the listing, a placeholder is still the checkout.
         let commands = set("## Build\n\n```sh\ncd path/to/project\nmake\n```\n");
         assert_eq!(commands.build, ["make"]);

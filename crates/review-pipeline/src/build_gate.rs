@@ -1,9 +1,9 @@
 //! The build + test gate (issue 11 step 2): a pull request is reviewed only
 //! when its own build and tests pass.
 //!
-//! The commands come from the repository's configuration or its `CLAUDE.md` /
-//! `README.md` ([`review_core::build_commands`]); [`discover`] reads those
-//! documents from the worktree. [`run_commands`] runs each with `sh -c` in
+//! The commands come from the repository's configuration, its `CLAUDE.md` /
+//! `README.md` or its manifests ([`review_core::build_commands`]);
+//! [`discover`] ([`crate::discovery`]) reads them from the worktree. [`run_commands`] runs each with `sh -c` in
 //! the worktree, in order, until one fails:
 //!
 //! - **contained** by [`review_sandbox`]: a PID namespace (bubblewrap) and a
@@ -42,7 +42,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use review_core::build_commands::{self, CommandSet, Discovery, Document, Source};
+use review_core::build_commands::{CommandSet, Discovery};
 use review_core::payload::{code_block, inline_code};
 use review_sandbox::{Confinement, Contained, Containment, SandboxError};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -65,9 +65,6 @@ const COMMENT_TAIL_BYTES: usize = 16 * 1024;
 /// How much of the start of the output is kept to tell bubblewrap's own
 /// failure from the build's.
 const HEAD_BYTES: usize = 1024;
-
-/// Largest `CLAUDE.md` / `README.md` read for commands; a bigger one is skipped.
-const DOCUMENT_LIMIT: u64 = 1024 * 1024;
 
 /// How long to wait for the output once the command's processes are gone
 /// (only a process that escaped the containment could hold the pipe open).
@@ -249,64 +246,8 @@ pub enum BuildGateError {
     Sandbox(#[from] SandboxError),
 }
 
-/// The commands to run: `explicit` ones from configuration, else those
-/// `CLAUDE.md` or `README.md` at the top of `worktree` documents. A
-/// document that is a symbolic link (it could point anywhere on the bot's
-/// machine) or larger than a megabyte is not read.
-pub async fn discover(
-    worktree: &Path,
-    explicit: Option<&CommandSet>,
-) -> Result<Discovery, BuildGateError> {
-    if explicit.is_some() {
-        return Ok(build_commands::discover(
-            explicit.map(|commands| (Source::Operator, commands)),
-            &[],
-        ));
-    }
-    let read_error = |source| BuildGateError::File {
-        action: "list the worktree",
-        path: worktree.to_owned(),
-        source,
-    };
-    let mut entries = tokio::fs::read_dir(worktree).await.map_err(read_error)?;
-    let mut found: Vec<(usize, String, PathBuf)> = Vec::new();
-    while let Some(entry) = entries.next_entry().await.map_err(read_error)? {
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-            continue;
-        };
-        let Some(rank) = build_commands::DOCUMENT_NAMES
-            .iter()
-            .position(|wanted| wanted.eq_ignore_ascii_case(&name))
-        else {
-            continue;
-        };
-        let Ok(metadata) = tokio::fs::symlink_metadata(entry.path()).await else {
-            continue;
-        };
-        if metadata.is_file() && metadata.len() <= DOCUMENT_LIMIT {
-            found.push((rank, name, entry.path()));
-        } else {
-            tracing::warn!(document = %name, "not reading it for build commands: not a regular file of at most 1 MiB");
-        }
-    }
-    found.sort();
-    let mut texts = Vec::with_capacity(found.len());
-    for (_, name, path) in found {
-        let bytes = tokio::fs::read(&path)
-            .await
-            .map_err(|source| BuildGateError::File {
-                action: "read",
-                path: path.clone(),
-                source,
-            })?;
-        texts.push((name, String::from_utf8_lossy(&bytes).into_owned()));
-    }
-    let documents: Vec<Document<'_>> = texts
-        .iter()
-        .map(|(name, text)| Document { name, text })
-        .collect();
-    Ok(build_commands::discover(None, &documents))
-}
+/// The commands to run, read from the worktree ([`crate::discovery`]).
+pub use crate::discovery::discover;
 
 /// Discover the commands ([`discover`]) and run them ([`run_commands`]).
 pub async fn run_gate(

@@ -14,6 +14,7 @@ pub mod build_gate;
 pub mod checkout;
 pub mod ci;
 pub mod daemon;
+pub mod discovery;
 pub mod git;
 pub mod local;
 pub mod progress;
