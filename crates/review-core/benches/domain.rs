@@ -127,6 +127,14 @@ fn benchmarks(criterion: &mut Criterion) {
     group.bench_function("discover commands in a README", |bencher| {
         bencher.iter(|| commands_in_markdown(black_box(readme)));
     });
+    // The largest real README of the fixtures (132 code blocks).
+    let real_readme = include_str!("../tests/fixtures/real/sharkdp-fd/README.md");
+    group.bench_function(
+        "discover commands in sharkdp/fd's 28 KB README",
+        |bencher| {
+            bencher.iter(|| commands_in_markdown(black_box(real_readme)));
+        },
+    );
     group.finish();
 }
 

@@ -1,4 +1,5 @@
-//! Build and test command discovery from a repository's `CLAUDE.md` / `README.md`.
+//! Build and test command discovery from a repository's `CLAUDE.md` / `README.md`,
+//! else from its manifests ([`manifests`]).
 //!
 //! Seed 004 gates every review on the project's own build and tests, which each
 //! project documents in prose. This module reads that prose (parsed with comrak,
@@ -6,19 +7,48 @@
 //! that there were none — [`Discovery::NothingFound`] is an outcome the pipeline
 //! reports, not an error.
 //!
-//! How a document is read:
+//! How a document is read — as a person reads it, its blocks in order being
+//! **one shell session** (the gate runs setup, build and test in one shell):
 //! - **Where commands come from.** Fenced and indented code blocks whose info
 //!   string is a shell (`sh`, `bash`, `shell`, `console`, `zsh`, …), or that
 //!   have no info string / `text`. Blocks in other languages (`go`, `json`,
-//!   `makefile`, `powershell`, …) are never commands. Inline code spans
-//!   (`` `make test` ``) are used only when no code block yields a build or
-//!   test command, and only for commands recognised on their own.
+//!   `makefile`, `powershell`, …) are never commands. Inline code spans are
+//!   used only when no code block yields a build or test command, only for
+//!   commands recognised on their own, and only when the span stands as a
+//!   command: the only span of its paragraph or list item, leading it
+//!   (`` `npm test` runs the suite ``) or after a short label and a colon
+//!   (`` Test: `npm test` ``). Code in a sentence (`` run `make` to … ``) or
+//!   one of several names (`` Testing: `unittest`, `pytest`, `tox` ``) is prose.
+//! - **Sections that are not the build.** The innermost heading that has a
+//!   topic decides a block's section: benchmark, performance, profiling,
+//!   deployment, release, publishing, usage, examples, demo and tutorial
+//!   sections are skipped (unless the heading names the build or the tests:
+//!   `### Running the tests` under `## Usage` is read), and so are blocks in a
+//!   section, or after a paragraph, about Windows or macOS only (the gate
+//!   runs on Linux).
 //! - **Cleaning.** Continuation lines (`\` at the end) are joined; in a
-//!   terminal session (a `console` block, or any line starting with `$ `) only
-//!   `$ `/`% ` lines are commands and the rest is output; `#` comments, whole
-//!   or trailing, are dropped. A `cd DIR` line prefixes the commands after it
-//!   in the same block (`cd web && npm test`), except right after a
-//!   `git clone` (entering the clone is entering the checkout).
+//!   terminal session (a `console` block, any line starting with `$ ` or
+//!   `% `, or a first command line starting with `> `) only prompt lines are
+//!   commands and the rest is output; `#` comments, whole or trailing, are
+//!   dropped.
+//! - **Directories.** A `cd` into the checkout itself is dropped: right after
+//!   a `git clone`, into a directory a `git clone` earlier in the document
+//!   made, into a placeholder (`<repo>`, `path/to/project`), or — when the
+//!   names at the top of the checkout are known — into a name that is not
+//!   there. Any other `cd DIR` scopes the commands after it in the same block
+//!   to a subshell, `(cd DIR && npm test)`, and a line with a `cd` in it
+//!   (`cd web && npm test`) runs in one, so neither moves the rest of the
+//!   session.
+//! - **Virtualenvs.** Creating one (`python3 -m venv .venv`, `python
+//!   -mvenv venv`, `virtualenv venv`, `uv venv`) and activating it (`source
+//!   .venv/bin/activate`, `. venv/bin/activate`: a relative path inside the
+//!   checkout, written `. PATH` so `sh` runs it too) are setup, kept in order,
+//!   so the next block's `pip install` goes into it; only the first creation
+//!   and activation count (the others are the same step for another
+//!   system), and Windows activations (`venv\Scripts\activate`) are dropped.
+//!   A document that installs with pip and never activates a virtualenv gets
+//!   `python3 -m venv .venv` and `. .venv/bin/activate` before its first
+//!   `pip install` (a system Python refuses it, PEP 668).
 //! - **Classifying.** A command is *test* or *build* when the tool says so
 //!   (`go test`, `npm test`, `./gradlew testDebugUnitTest`,
 //!   `xcodebuild … test`, `cargo build`, `make`…), or when an unknown
@@ -33,16 +63,30 @@
 //!   tool), so program output is not mistaken for one.
 //! - **Setup.** Commands that install the checkout's own dependencies
 //!   (`npm ci`, bare `npm install`, `yarn`, `bundle install`, `pod install`,
-//!   `go mod download`, `pip install -r …`) are kept as the first build steps
-//!   when the document has any build or test command, wherever they appear —
-//!   a fresh checkout cannot build without them. Everything else in an
-//!   install or setup block is dropped: system packages (`brew`, `apt-get`,
-//!   `sudo`), global tools and user installs (`npm install -g x`,
-//!   `go install x@latest`, `cargo install x`), downloads, `git`, and running
-//!   or deploying the app (`npm start`, `go run`, `docker compose up`), and
+//!   `go mod download`, `pip install -r …`, `pip install -e .`, `poetry
+//!   install`, `uv sync`, virtualenvs) are the `setup` list when the document
+//!   has any build or test command, wherever they appear — a fresh checkout
+//!   cannot build without them. An unknown command under an "Installation"
+//!   heading is the user's install, not setup. Everything else in an install
+//!   or setup block is dropped: system packages (`brew`, `apt-get`, `sudo`,
+//!   `dpkg`), global tools and user installs (`npm install -g x`, `go install
+//!   x@latest`, `cargo install x`, `pip install x`), downloads, `git`, and
 //!   Android instrumented tests (`connectedAndroidTest` needs a device). A line
 //!   containing any of those is dropped whole. Setup commands alone are not a
 //!   build: with no build or test command the document has found nothing.
+//! - **Nothing interactive or endless runs.** Running or deploying the app
+//!   (`npm start`, `go run`, `cargo run`), dev servers and watchers (`npm run
+//!   dev`, `yarn serve`, any `npm run`/`yarn` script whose name has an `open`,
+//!   `watch`, `dev`, `serve`, `start`, `preview` or `storybook` part such as
+//!   `test:e2e:open`, `--watch`, `vite`, `next dev`, `serve`, `nodemon`,
+//!   `cargo watch`), `cypress open`, `docker compose up`, `python -m
+//!   http.server`, `flask run`, `manage.py runserver`, `uvicorn`, `jupyter`,
+//!   `pipenv shell`/`poetry shell` are dropped.
+//! - **Alternatives.** A build or test command that is the same step as one
+//!   already kept — the same program, subcommand (`npm run NAME` with its
+//!   name) and paths, other options (`cargo build --release --features x`
+//!   after `cargo build --release`, `go test -v ./... -cover` after `go test
+//!   ./...`) — is another way to do it, not another step, and is dropped.
 //! - **Code that is not in the line is refused.** A line with command
 //!   substitution (`$(…)`, backquotes), process substitution (`<(…)`,
 //!   `>(…)`), `eval`, or a download (`curl`, `wget`) *anywhere* in it — not
@@ -63,7 +107,10 @@
 //! - **Precedence.** Explicit configuration wins outright (even if empty).
 //!   Otherwise documents are read in the order given — `CLAUDE.md` before
 //!   `README.md` ([`DOCUMENT_NAMES`]) — and the first one that yields a build or
-//!   test command is the source of both lists; documents are not mixed.
+//!   test command is the source of every list; documents are not mixed. When
+//!   none does, [`discover_in_checkout`] infers from the manifests
+//!   ([`manifests::infer`]: `Cargo.toml`, `go.mod`, `package.json`, a pytest
+//!   project, first match wins); the source is then `Cargo.toml (inferred)` ….
 //! - Commands keep their document order; exact duplicates are dropped.
 
 pub mod repository_file;
@@ -76,6 +123,8 @@ use comrak::nodes::{AstNode, NodeValue};
 use comrak::{Arena, Options, parse_document};
 use regex::Regex;
 use serde::Serialize;
+
+pub mod manifests;
 
 /// The documents to read, in precedence order (match names case-insensitively).
 pub const DOCUMENT_NAMES: [&str; 2] = ["CLAUDE.md", "README.md"];
@@ -207,43 +256,115 @@ pub enum Discovery {
 
 /// Discovers the build and test commands: explicit commands first (the
 /// operator's or the base branch's `.review-bot.toml`, with their source),
-/// then each document in order.
+/// then each document in order. Manifests are not read here: see
+/// [`discover_in_checkout`].
 pub fn discover(explicit: Option<(Source, &CommandSet)>, documents: &[Document<'_>]) -> Discovery {
+    discover_in_checkout(explicit, documents, None).discovery
+}
+
+/// What the top of a checkout holds, for discovery beyond its documents.
+#[derive(Debug, Clone, Copy)]
+pub struct TopLevel<'a> {
+    /// The names of every entry at the top of the checkout (files and
+    /// directories): lock files and `conftest.py` are looked for here, and a
+    /// `cd` into a name that is not here is entering the checkout itself.
+    pub names: &'a [String],
+    /// The manifests that were read ([`manifests::MANIFEST_NAMES`]), by name.
+    pub manifests: &'a [Document<'a>],
+}
+
+/// The outcome of discovery with what the operator should hear about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// The commands, or that there were none.
+    pub discovery: Discovery,
+    /// Why a manifest was not used (malformed, several at the top …), for the
+    /// operator's log. Empty when there is nothing to say.
+    pub notes: Vec<String>,
+}
+
+/// Discovers the commands of a checkout: explicit commands first, then each
+/// document in order (read as a person reads it, with the checkout's
+/// `top_level` names known), then, when no document documents a build or
+/// test, inference from the manifests at the top ([`manifests::infer`]).
+pub fn discover_in_checkout(
+    explicit: Option<(Source, &CommandSet)>,
+    documents: &[Document<'_>],
+    top_level: Option<TopLevel<'_>>,
+) -> Report {
     if let Some((source, explicit)) = explicit {
-        return Discovery::Found(DiscoveredCommands {
-            setup: explicit.setup.clone(),
-            build: explicit.build.clone(),
-            test: explicit.test.clone(),
-            environment: explicit.environment.clone(),
-            source,
-        });
+        return Report {
+            discovery: Discovery::Found(DiscoveredCommands {
+                setup: explicit.setup.clone(),
+                build: explicit.build.clone(),
+                test: explicit.test.clone(),
+                environment: explicit.environment.clone(),
+                source,
+            }),
+            notes: Vec::new(),
+        };
     }
+    let names = top_level.map(|top_level| top_level.names);
     for document in documents {
-        if let Some((build, test)) = commands_in_markdown(document.text) {
-            return Discovery::Found(DiscoveredCommands {
-                setup: Vec::new(),
-                build,
-                test,
-                environment: BTreeMap::new(),
-                source: Source::Document(document.name.to_owned()),
-            });
+        if let Some(found) = read_markdown(document.text, names) {
+            return Report {
+                discovery: Discovery::Found(DiscoveredCommands {
+                    setup: found.setup,
+                    build: found.build,
+                    test: found.test,
+                    environment: found.environment,
+                    source: Source::Document(document.name.to_owned()),
+                }),
+                notes: Vec::new(),
+            };
         }
     }
-    Discovery::NothingFound {
-        searched: documents
-            .iter()
-            .map(|document| document.name.to_owned())
-            .collect(),
+    let mut searched: Vec<String> = documents
+        .iter()
+        .map(|document| document.name.to_owned())
+        .collect();
+    let mut notes = Vec::new();
+    if let Some(top_level) = top_level {
+        let inferred = manifests::infer(top_level.names, top_level.manifests);
+        notes = inferred.notes;
+        if let Some((name, found)) = inferred.commands {
+            return Report {
+                discovery: Discovery::Found(DiscoveredCommands {
+                    setup: found.setup,
+                    build: found.build,
+                    test: found.test,
+                    environment: found.environment,
+                    source: Source::Manifest(name),
+                }),
+                notes,
+            };
+        }
+        searched.extend(
+            top_level
+                .manifests
+                .iter()
+                .map(|manifest| manifest.name.to_owned()),
+        );
+    }
+    Report {
+        discovery: Discovery::NothingFound { searched },
+        notes,
     }
 }
 
-/// The build and test commands one markdown document gives, or `None` when it
-/// gives no build or test command.
-pub fn commands_in_markdown(text: &str) -> Option<(Vec<String>, Vec<String>)> {
+/// The setup, build and test commands one markdown document gives, or `None`
+/// when it gives no build or test command (setup alone is not a build).
+pub fn commands_in_markdown(text: &str) -> Option<CommandSet> {
+    read_markdown(text, None)
+}
+
+/// [`commands_in_markdown`] knowing the names at the top of the checkout
+/// (`None`: unknown).
+fn read_markdown(text: &str, top_level: Option<&[String]>) -> Option<CommandSet> {
     let arena = Arena::new();
     let root = parse_document(&arena, text, &Options::default());
-    let mut blocks = Collected::default();
-    let mut inline = Collected::default();
+    let mut blocks = Collected::new(top_level);
+    let mut inline = Collected::new(top_level);
     let mut headings: Vec<(u8, Topic)> = Vec::new();
     for node in root.descendants() {
         let value = node.data().value.clone();
@@ -254,8 +375,21 @@ pub fn commands_in_markdown(text: &str) -> Option<(Vec<String>, Vec<String>)> {
                 headings.push((heading.level, topic));
             }
             NodeValue::CodeBlock(block) => {
-                let context = preceding_paragraph(node)
-                    .map(|paragraph| Topic::of(&paragraph))
+                // The innermost heading that says anything decides the section.
+                let section = headings
+                    .iter()
+                    .rev()
+                    .map(|(_, topic)| *topic)
+                    .find(|topic| topic.any())
+                    .unwrap_or_default();
+                let paragraph = preceding_paragraph(node).map(|paragraph| Topic::of(&paragraph));
+                if section.not_the_build
+                    || section.other_system
+                    || paragraph.is_some_and(|topic| topic.other_system)
+                {
+                    continue;
+                }
+                let context = paragraph
                     .filter(|topic| topic.decides())
                     .or_else(|| {
                         headings
@@ -271,7 +405,15 @@ pub fn commands_in_markdown(text: &str) -> Option<(Vec<String>, Vec<String>)> {
                 }
             }
             NodeValue::Code(code) => {
-                inline.block(&code.literal, BlockStyle::Inline, Topic::default());
+                let excluded = headings
+                    .iter()
+                    .rev()
+                    .map(|(_, topic)| *topic)
+                    .find(|topic| topic.any())
+                    .is_some_and(|topic| topic.not_the_build || topic.other_system);
+                if !excluded && is_labelled_command(node) {
+                    inline.block(&code.literal, BlockStyle::Inline, Topic::default());
+                }
             }
             _ => {}
         }
@@ -283,6 +425,39 @@ pub fn commands_in_markdown(text: &str) -> Option<(Vec<String>, Vec<String>)> {
     } else {
         None
     }
+}
+
+/// Whether an inline code span stands as a command of its own: the only code
+/// span of its paragraph, which either starts with it (`` `make test` — runs
+/// the tests ``) or is a short label and a colon before it (`` Test:
+/// `npm test` ``). Code inside a sentence (`` run `make` to … ``) or one of a
+/// list of names (`` Testing: `unittest`, `pytest`, `tox` ``) is prose.
+fn is_labelled_command<'a>(node: &'a AstNode<'a>) -> bool {
+    let Some(paragraph) = node.parent() else {
+        return false;
+    };
+    if !matches!(paragraph.data().value, NodeValue::Paragraph) {
+        return false;
+    }
+    let spans = paragraph
+        .children()
+        .filter(|child| matches!(child.data().value, NodeValue::Code(_)))
+        .count();
+    if spans != 1 {
+        return false;
+    }
+    let mut before = String::new();
+    for sibling in paragraph.children() {
+        if std::ptr::eq(sibling, node) {
+            break;
+        }
+        before.push_str(&text_of(sibling));
+    }
+    let before = before.trim();
+    before.is_empty()
+        || (before.ends_with(':')
+            && before.chars().count() <= 40
+            && !before.contains(['.', '!', '?']))
 }
 
 /// The concatenated text of a node (headings, paragraphs).
@@ -305,12 +480,18 @@ fn preceding_paragraph<'a>(node: &'a AstNode<'a>) -> Option<String> {
     matches!(previous.data().value, NodeValue::Paragraph).then(|| text_of(previous))
 }
 
-/// What a heading or paragraph is about.
+/// What a heading or paragraph is about (independent flags: a heading can
+/// be about the build and the tests at once).
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Topic {
     test: bool,
     build: bool,
     setup: bool,
+    /// Benchmarks, performance, deployment, release, usage, examples: never the build.
+    not_the_build: bool,
+    /// Only for Windows or macOS (the gate runs on Linux).
+    other_system: bool,
 }
 
 static TEST_WORDS: LazyLock<Regex> =
@@ -318,22 +499,38 @@ static TEST_WORDS: LazyLock<Regex> =
 static BUILD_WORDS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\b(build|compil)").expect("valid pattern"));
 static SETUP_WORDS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(install|setup\b|set up\b|setting up|getting started|prerequisite|requirement|dependenc|bootstrap)")
+    Regex::new(r"(?i)\b(install|setup\b|set up\b|setting up|getting started|prerequisite|requirement|dependenc|bootstrap|develop|contribut|hacking)")
         .expect("valid pattern")
 });
+static NOT_THE_BUILD_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(bench|performance|perf\b|profil|deploy|releas|publish|usage|examples?\b|demo|tutorial)")
+        .expect("valid pattern")
+});
+static OTHER_SYSTEM_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(windows|macos|mac os|os x|mac users|on (a )?mac\b|powershell|cmd\.exe)")
+        .expect("valid pattern")
+});
+static LINUX_WORDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(linux|unix|posix)").expect("valid pattern"));
 
 impl Topic {
     fn of(text: &str) -> Topic {
+        let about_tests = TEST_WORDS.is_match(text);
+        let about_the_build = BUILD_WORDS.is_match(text);
         Topic {
-            test: TEST_WORDS.is_match(text),
-            build: BUILD_WORDS.is_match(text),
+            test: about_tests,
+            build: about_the_build,
             setup: SETUP_WORDS.is_match(text),
+            // A heading that names the build or the tests is about them, even
+            // with "example" or "release" in it.
+            not_the_build: NOT_THE_BUILD_WORDS.is_match(text) && !about_tests && !about_the_build,
+            other_system: OTHER_SYSTEM_WORDS.is_match(text) && !LINUX_WORDS.is_match(text),
         }
     }
 
     /// Whether the text has any topic at all.
     fn any(self) -> bool {
-        self.test || self.build || self.setup
+        self.test || self.build || self.setup || self.not_the_build || self.other_system
     }
 
     /// Whether the topic classifies an unknown command.
@@ -346,8 +543,10 @@ impl Topic {
         match (self.test, self.build) {
             (true, false) => Some(Kind::Test),
             (false, true) => Some(Kind::Build),
-            (true, true) => None,
-            (false, false) => self.setup.then_some(Kind::Setup),
+            // Both decide nothing; and an unknown command under
+            // "Installation" is the user's install (a package, completions),
+            // not the checkout's setup.
+            _ => None,
         }
     }
 }
@@ -393,42 +592,89 @@ enum Kind {
     Build,
     /// Tests (or checks).
     Test,
-    /// Must never run in the gate: system installs, downloads, git, running the app.
+    /// Must never run in the gate: system installs, downloads, git, running
+    /// the app, anything interactive or that never ends.
     Foreign,
 }
 
-/// Commands gathered from one document, in order.
+/// Commands gathered from one document, in order, with the shell's state
+/// across its blocks (they are one session).
 #[derive(Debug, Default)]
-struct Collected {
+struct Collected<'a> {
     setup: Vec<String>,
     build: Vec<String>,
     test: Vec<String>,
+    /// The names at the top of the checkout, when known.
+    top_level: Option<&'a [String]>,
+    /// The directories `git clone` lines create (entering one is entering the checkout).
+    clones: Vec<String>,
+    /// The directories `mkdir` lines create (`mkdir build && cd build`: not the checkout).
+    made: Vec<String>,
+    /// Whether a virtualenv was created, and activated, already.
+    venv_created: bool,
+    venv_activated: bool,
 }
 
-impl Collected {
+impl<'a> Collected<'a> {
+    fn new(top_level: Option<&'a [String]>) -> Self {
+        Collected {
+            top_level,
+            ..Collected::default()
+        }
+    }
+
     fn has_commands(&self) -> bool {
         !self.build.is_empty() || !self.test.is_empty()
     }
 
-    fn finish(self) -> (Vec<String>, Vec<String>) {
-        let mut build = Vec::new();
-        for command in self.setup.into_iter().chain(self.build) {
-            if !build.contains(&command) {
-                build.push(command);
+    fn finish(self) -> CommandSet {
+        let mut setup = Vec::with_capacity(self.setup.len() + 2);
+        // `pip install` outside a virtualenv is refused by a system Python
+        // (PEP 668): a person makes one first, and so do we.
+        let first_pip = self
+            .setup
+            .iter()
+            .position(|command| is_pip_install(command));
+        let activation = self.setup.iter().position(|command| is_activation(command));
+        for (index, command) in self.setup.into_iter().enumerate() {
+            if Some(index) == first_pip && activation.is_none_or(|activation| activation > index) {
+                if !self.venv_created {
+                    setup.push(DEFAULT_VENV.to_owned());
+                }
+                if activation.is_none() {
+                    setup.push(DEFAULT_ACTIVATION.to_owned());
+                }
             }
+            setup.push(command);
         }
-        (build, self.test)
+        CommandSet {
+            setup,
+            build: self.build,
+            test: self.test,
+            environment: BTreeMap::new(),
+        }
     }
 
-    fn push(list: &mut Vec<String>, command: String) {
-        if !list.contains(&command) {
+    /// Adds a command unless it is already there, or is an alternative of
+    /// one already there (build and test: the same program and subcommand
+    /// again — `cargo build --release --features x` after `cargo build
+    /// --release` — is another way to do it, not another step).
+    fn push(list: &mut Vec<String>, command: String, alternatives: bool) {
+        let key = alternatives.then(|| alternative_key(&command));
+        let present = list.iter().any(|existing| {
+            *existing == command
+                || key
+                    .as_ref()
+                    .is_some_and(|key| *key == alternative_key(existing))
+        });
+        if !present {
             list.push(command);
         }
     }
 
     /// Reads one block (or inline span) of text.
     fn block(&mut self, literal: &str, style: BlockStyle, context: Topic) {
-        let commands = block_commands(literal, style);
+        let commands = self.block_commands(literal, style);
         // Context speaks only for blocks with no recognised build or test command:
         // next to `cargo build`, a `./target/release/app --version` is a demo.
         let recognised = commands
@@ -450,63 +696,276 @@ impl Collected {
                 kind => kind,
             };
             match kind {
-                Kind::Setup => Self::push(&mut self.setup, command),
-                Kind::Build => Self::push(&mut self.build, command),
-                Kind::Test => Self::push(&mut self.test, command),
+                Kind::Setup => Self::push(&mut self.setup, command, false),
+                Kind::Build => Self::push(&mut self.build, command, true),
+                Kind::Test => Self::push(&mut self.test, command, true),
                 Kind::Neutral | Kind::Unknown | Kind::Foreign => {}
             }
         }
     }
+
+    /// Whether `cd target` enters the checkout itself (the clone just made,
+    /// a placeholder such as `<repo>` or `path/to/project`, or a directory
+    /// the checkout does not have at its top).
+    fn enters_checkout(&self, target: &str) -> bool {
+        let target = target.trim_end_matches('/');
+        let first = target
+            .trim_start_matches("./")
+            .split('/')
+            .next()
+            .unwrap_or("");
+        if self.made.iter().any(|made| made == first) {
+            return false;
+        }
+        self.clones.iter().any(|clone| clone == target)
+            || target.contains(['<', '>', '{', '}'])
+            || target.contains("path/to")
+            || self
+                .top_level
+                .is_some_and(|names| !names.iter().any(|name| name == first))
+    }
+
+    /// The commands of a block with their kinds, cleaned, `cd`-scoped, and
+    /// without neutral or foreign ones.
+    fn block_commands(&mut self, literal: &str, style: BlockStyle) -> Vec<(String, Kind)> {
+        let lines = join_continuations(literal);
+        let prompt = if style == BlockStyle::Inline {
+            None
+        } else {
+            block_prompt(&lines, style)
+        };
+        let mut commands = Vec::new();
+        let mut directory: Option<String> = None;
+        let mut after_clone = false;
+        for line in &lines {
+            let command = match prompt {
+                Some(prompt) => match line.trim_start().strip_prefix(prompt) {
+                    Some(command) => command,
+                    None if line.trim() == prompt.trim() => "",
+                    None => continue, // program output
+                },
+                None => line.as_str(),
+            };
+            let command = strip_comment(command).trim();
+            if command.is_empty() {
+                continue;
+            }
+            if change_directory(command).is_some() && runs_hidden_code(command) {
+                // `cd web$(curl …|sh)`: the lines after it would run in a directory
+                // nobody can name, so the rest of the block is not read.
+                break;
+            }
+            if let Some(change) = change_directory(command) {
+                directory = match change {
+                    ChangeDirectory::Into(target)
+                        if !after_clone && !self.enters_checkout(target) =>
+                    {
+                        Some(target.trim_start_matches("./").to_owned())
+                    }
+                    ChangeDirectory::Into(_) | ChangeDirectory::Away => None,
+                };
+                after_clone = false;
+                continue;
+            }
+            if let Some(clone) = clone_directory(command) {
+                self.clones.push(clone);
+            }
+            for words in simple_commands(command) {
+                if words.first().map(String::as_str) == Some("mkdir") {
+                    self.made.extend(
+                        words[1..]
+                            .iter()
+                            .filter(|word| !word.starts_with('-'))
+                            .map(|word| word.trim_start_matches("./").to_owned()),
+                    );
+                }
+            }
+            after_clone = command.starts_with("git clone") || command.contains("&& git clone");
+            if let Some(environment) = activation_path(command) {
+                // Activation is setup; only the first virtualenv counts (the
+                // others are the same step for another system).
+                if !self.venv_activated {
+                    self.venv_activated = true;
+                    let path = match &directory {
+                        Some(directory) => format!("{directory}/{environment}"),
+                        None => environment.to_owned(),
+                    };
+                    commands.push((format!(". {path}"), Kind::Setup));
+                }
+                continue;
+            }
+            let kind = classify_line(command);
+            if matches!(kind, Kind::Neutral | Kind::Foreign) {
+                continue;
+            }
+            if kind == Kind::Setup && creates_venv(command) {
+                if self.venv_created {
+                    continue;
+                }
+                self.venv_created = true;
+            }
+            // A `cd` inside a line (`cd web && npm test`) would move the rest
+            // of the session: it runs in a subshell.
+            let moves = simple_commands(command)
+                .iter()
+                .any(|words| words.first().is_some_and(|word| word == "cd"));
+            let command = match (&directory, moves) {
+                (Some(directory), _) => format!("(cd {directory} && {command})"),
+                (None, true) => format!("({command})"),
+                (None, false) => command.to_owned(),
+            };
+            commands.push((command, kind));
+        }
+        commands
+    }
 }
 
-/// The commands of a block with their kinds, cleaned, `cd`-prefixed, and
-/// without neutral or foreign ones.
-fn block_commands(literal: &str, style: BlockStyle) -> Vec<(String, Kind)> {
-    let lines = join_continuations(literal);
-    let session = style == BlockStyle::Session
-        || (style != BlockStyle::Inline
-            && lines.iter().any(|line| prompt_stripped(line).is_some()));
-    let mut commands = Vec::new();
-    let mut directory: Option<String> = None;
-    let mut after_clone = false;
-    for line in &lines {
-        let command = if session {
-            match prompt_stripped(line) {
-                Some(command) => command,
-                None => continue, // program output
-            }
-        } else {
-            line.as_str()
-        };
-        let command = strip_comment(command).trim();
-        if command.is_empty() {
-            continue;
-        }
-        if change_directory(command).is_some() && runs_hidden_code(command) {
-            // `cd web$(curl …|sh)`: the lines after it would run in a directory
-            // nobody can name, so the rest of the block is not read.
-            break;
-        }
-        if let Some(change) = change_directory(command) {
-            directory = match change {
-                ChangeDirectory::Into(target) if !after_clone => Some(target.to_owned()),
-                ChangeDirectory::Into(_) | ChangeDirectory::Away => None,
-            };
-            after_clone = false;
-            continue;
-        }
-        let kind = classify_line(command);
-        after_clone = command.starts_with("git clone") || command.contains("&& git clone");
-        if matches!(kind, Kind::Neutral | Kind::Foreign) {
-            continue;
-        }
-        let command = match &directory {
-            Some(directory) => format!("cd {directory} && {command}"),
-            None => command.to_owned(),
-        };
-        commands.push((command, kind));
+/// The virtualenv made when a document installs with pip without one.
+const DEFAULT_VENV: &str = "python3 -m venv .venv";
+/// Its activation.
+const DEFAULT_ACTIVATION: &str = ". .venv/bin/activate";
+
+/// The prompt a block's commands start with, if it is a terminal session:
+/// `$ ` or `% ` anywhere, or `> ` on its first command line.
+fn block_prompt(lines: &[String], style: BlockStyle) -> Option<&'static str> {
+    let prompts = ["$ ", "% "];
+    if let Some(prompt) = prompts.into_iter().find(|prompt| {
+        lines.iter().any(|line| {
+            let line = line.trim_start();
+            line.starts_with(prompt) || line == prompt.trim()
+        })
+    }) {
+        return Some(prompt);
     }
-    commands
+    let first = lines
+        .iter()
+        .map(|line| line.trim_start())
+        .find(|line| !line.is_empty() && !line.starts_with('#'))?;
+    if first.starts_with("> ") {
+        return Some("> ");
+    }
+    (style == BlockStyle::Session).then_some("$ ")
+}
+
+/// The directory a `git clone URL [DIR]` line creates.
+fn clone_directory(command: &str) -> Option<String> {
+    let words = simple_commands(command).into_iter().next()?;
+    if words.first().map(String::as_str) != Some("git")
+        || words.get(1).map(String::as_str) != Some("clone")
+    {
+        return None;
+    }
+    let plain: Vec<&String> = words[2..]
+        .iter()
+        .filter(|word| !word.starts_with('-'))
+        .collect();
+    match plain.as_slice() {
+        [_, directory, ..] => Some((*directory).clone()),
+        [url] => {
+            let name = url.trim_end_matches('/').rsplit(['/', ':']).next()?;
+            Some(name.trim_end_matches(".git").to_owned())
+        }
+        [] => None,
+    }
+}
+
+/// The environment a line activates (`source .venv/bin/activate`, `.
+/// venv/bin/activate`): a relative path inside the checkout.
+fn activation_path(command: &str) -> Option<&str> {
+    let mut words = command.split_whitespace();
+    if !matches!(words.next(), Some("source" | ".")) {
+        return None;
+    }
+    let script = words.next()?;
+    if words.next().is_some() {
+        return None;
+    }
+    let environment = script.strip_suffix("/bin/activate")?;
+    let inside = !environment.is_empty()
+        && !environment.starts_with(['/', '~', '$'])
+        && !environment.split('/').any(|part| part == "..")
+        && environment
+            .chars()
+            .all(|character| character.is_ascii_alphanumeric() || "._-/".contains(character));
+    inside.then_some(script)
+}
+
+/// Whether a line creates a virtualenv (`python3 -m venv .venv`, `python
+/// -mvenv venv`, `virtualenv venv`, `uv venv`).
+fn creates_venv(command: &str) -> bool {
+    simple_commands(command).iter().any(|words| {
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let program = words
+            .first()
+            .map_or("", |word| word.rsplit('/').next().unwrap_or(word));
+        program == "virtualenv"
+            || (program == "uv" && words.get(1) == Some(&"venv"))
+            || words.windows(2).any(|pair| pair == ["-m", "venv"])
+            || words.contains(&"-mvenv")
+    })
+}
+
+fn is_activation(command: &str) -> bool {
+    command.starts_with(". ") && command.ends_with("/bin/activate")
+}
+
+/// Whether a setup line installs with pip (into whatever Python is active).
+fn is_pip_install(command: &str) -> bool {
+    simple_commands(command).iter().any(|words| {
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let program = words
+            .first()
+            .map_or("", |word| word.rsplit('/').next().unwrap_or(word));
+        matches!(program, "pip" | "pip3") && words.get(1) == Some(&"install")
+            || words
+                .windows(3)
+                .any(|three| three == ["-m", "pip", "install"])
+    })
+}
+
+/// What makes two build or test lines the same step: each simple command's
+/// program and subcommand (`npm run NAME` keeps the name), without flags,
+/// paths or arguments.
+fn alternative_key(command: &str) -> Vec<Vec<String>> {
+    simple_commands(command)
+        .into_iter()
+        .map(|words| {
+            let words: Vec<String> = words
+                .into_iter()
+                .skip_while(|word| is_assignment(word))
+                .collect();
+            let mut key: Vec<String> = words.iter().take(1).cloned().collect();
+            let plain: Vec<&String> = words
+                .iter()
+                .skip(1)
+                .filter(|word| !word.starts_with('-'))
+                .collect();
+            if let Some(subcommand) = plain.first() {
+                key.push((*subcommand).clone());
+                if matches!(subcommand.as_str(), "run" | "run-script" | "exec") || key[0] == "cd" {
+                    key.extend(plain.get(1).map(|word| (*word).clone()));
+                }
+            }
+            // Paths and targets (`./internal/...`) make another step; option
+            // values (`--features pcre2`) do not.
+            key.extend(
+                plain
+                    .iter()
+                    .skip(1)
+                    .filter(|word| word.contains(['/', '.']))
+                    .map(|word| (*word).clone()),
+            );
+            key
+        })
+        .collect()
+}
+
+/// Whether a line is an activation written for Windows (`venv\Scripts\activate`).
+fn windows_activation(command: &str) -> bool {
+    let lower = command.to_ascii_lowercase();
+    lower.contains("\\scripts\\")
+        || lower.contains("activate.bat")
+        || lower.contains("activate.ps1")
 }
 
 /// Lines of a block with `\`-continuations joined.
@@ -538,14 +997,6 @@ fn join_continuations(literal: &str) -> Vec<String> {
     }
     lines.extend(pending);
     lines
-}
-
-/// The command after a `$ ` or `% ` prompt, if the line has one.
-fn prompt_stripped(line: &str) -> Option<&str> {
-    let line = line.trim_start();
-    line.strip_prefix("$ ")
-        .or_else(|| line.strip_prefix("% "))
-        .or_else(|| (line == "$").then_some(""))
 }
 
 /// The line without a `#` comment (whole-line, or after whitespace outside quotes).
@@ -651,7 +1102,7 @@ fn looks_like_command(command: &str) -> bool {
 
 /// The kind of a whole command line (which may chain several commands).
 fn classify_line(line: &str) -> Kind {
-    if runs_hidden_code(line) {
+    if runs_hidden_code(line) || windows_activation(line) || is_interactive(line) {
         return Kind::Foreign;
     }
     let kinds: Vec<Kind> = simple_commands(line)
@@ -676,6 +1127,18 @@ fn runs_hidden_code(line: &str) -> bool {
             .expect("valid pattern")
     });
     HIDDEN.is_match(line)
+}
+
+/// Whether a line starts something that waits for a person or never ends: a
+/// watcher (`--watch`), a dev server, a notebook, an interactive shell.
+fn is_interactive(line: &str) -> bool {
+    static INTERACTIVE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)(^|\s)--watch(all)?\b|\bhttp\.server\b|\brunserver\b|\bflask\s+run\b|\bcypress\s+open\b|\bjupyter(-lab|-notebook)?\b|\b(pipenv|poetry)\s+shell\b|\bdocker(-|\s+)compose\s+up\b|\bcargo\s+watch\b",
+        )
+        .expect("valid pattern")
+    });
+    INTERACTIVE.is_match(line)
 }
 
 /// A line's simple commands — split at `|`, `;` and `&` outside quotes — each
@@ -770,7 +1233,13 @@ fn fixed_kind(program: &str) -> Option<Kind> {
         | "choco" | "winget" | "snap" | "curl" | "wget" | "git" | "gh" | "docker"
         | "docker-compose" | "podman" | "kubectl" | "helm" | "terraform" | "nvm" | "rustup"
         | "asdf" | "sdk" | "pyenv" | "gem" | "pipx" | "open" | "code" | "xcode-select" | "xed"
-        | "rm" | "eval" | "exec" => Kind::Foreign,
+        | "rm" | "eval" | "exec" | "serve" | "http-server" | "live-server" | "nodemon"
+        | "jupyter" | "uvicorn" | "gunicorn" | "streamlit" | "flask" | "hugo" | "air"
+        | "watchexec" | "dpkg" | "rpm" | "zypper" | "emerge" | "scoop" | "nix-env" | "flox"
+        | "guix" | "doas" | "pkg" | "pkg_add" | "pkgin" | "pkgman" | "xbps-install" => {
+            Kind::Foreign
+        }
+        "virtualenv" => Kind::Setup,
         "gotestsum" | "ginkgo" | "jest" | "vitest" | "mocha" | "karma" | "pytest" | "py.test"
         | "tox" | "nox" | "rspec" | "phpunit" | "ctest" => Kind::Test,
         "tsc" | "cmake" | "meson" | "ninja" | "configure" | "autogen.sh" | "autoreconf" => {
@@ -812,7 +1281,9 @@ fn classify(command: &[String]) -> Kind {
         "mvn" | "mvnw" => maven_kind(&plain),
         "xcodebuild" => xcodebuild_kind(arguments),
         "swift" => swift_kind(&plain),
-        "python" | "python3" | "uv" | "poetry" | "pipenv" | "hatch" => python_kind(&plain),
+        "python" | "python3" | "uv" | "poetry" | "pipenv" | "hatch" => {
+            python_kind(program, &plain, arguments)
+        }
         "pip" | "pip3" => pip_kind(&plain, arguments),
         "bazel" | "bazelisk" | "dotnet" | "flutter" | "dart" | "mix" | "deno" | "sbt" | "just"
         | "task" | "composer" | "fastlane" => task_runner_kind(&plain),
@@ -851,7 +1322,17 @@ fn go_kind(plain: &[&str]) -> Kind {
 }
 
 fn node_runner_kind(plain: &[&str]) -> Kind {
+    let second = plain.get(1).copied().unwrap_or("");
     match plain.first().copied().unwrap_or("") {
+        "cypress" | "playwright" if matches!(second, "open" | "ui" | "codegen" | "show-report") => {
+            Kind::Foreign
+        }
+        "vite" | "next" | "nuxt" | "astro"
+            if matches!(second, "" | "dev" | "start" | "preview" | "serve") =>
+        {
+            Kind::Foreign
+        }
+        "serve" | "http-server" | "live-server" | "nodemon" | "concurrently" => Kind::Foreign,
         "jest" | "vitest" | "mocha" | "karma" | "cypress" | "playwright" => Kind::Test,
         "tsc" | "vite" | "next" | "webpack" | "rollup" | "esbuild" if !plain.contains(&"dev") => {
             Kind::Build
@@ -865,7 +1346,7 @@ fn cargo_kind(plain: &[&str]) -> Kind {
         "test" | "nextest" => Kind::Test,
         "build" | "check" => Kind::Build,
         "fetch" => Kind::Setup,
-        "install" | "run" | "publish" => Kind::Foreign,
+        "install" | "binstall" | "run" | "publish" | "watch" => Kind::Foreign,
         _ => Kind::Unknown,
     }
 }
@@ -933,6 +1414,7 @@ fn ruby_kind(program: &str, plain: &[&str]) -> Kind {
         ("bundle", "install") => Kind::Setup,
         ("bundle", "exec") => match plain.get(1).copied() {
             Some("rspec" | "rake") => Kind::Test,
+            Some("pod") if plain.get(2) == Some(&"install") => Kind::Setup,
             _ => Kind::Unknown,
         },
         ("rake", "" | "test" | "spec") => Kind::Test,
@@ -999,6 +1481,21 @@ fn node_kind(program: &str, plain: &[&str], arguments: &[&str]) -> Kind {
         other => other,
     };
     let runs_test = |name: &str| name == "t" || name.starts_with("test") || name.starts_with("e2e");
+    // `npm run test:e2e:open`, `yarn start:api:watch`: the name says it waits.
+    let waits = |name: &str| {
+        name.split([':', '-', '_', '.']).any(|part| {
+            matches!(
+                part,
+                "open" | "watch" | "dev" | "serve" | "start" | "storybook" | "preview" | "server"
+            )
+        })
+    };
+    if (program != "yarn" || !first.is_empty())
+        && !matches!(first, "install" | "i" | "add" | "ci")
+        && waits(named)
+    {
+        return Kind::Foreign;
+    }
     match first {
         "" if program == "yarn" => Kind::Setup,
         "ci" => Kind::Setup,
@@ -1063,8 +1560,45 @@ fn gradle_kind(tasks: &[&str]) -> Kind {
     }
 }
 
-fn python_kind(plain: &[&str]) -> Kind {
+fn python_kind(program: &str, plain: &[&str], arguments: &[&str]) -> Kind {
     let joined = plain.join(" ");
+    let module = arguments
+        .iter()
+        .position(|word| *word == "-m")
+        .and_then(|index| arguments.get(index + 1))
+        .copied()
+        .or_else(|| {
+            arguments
+                .iter()
+                .find_map(|word| word.strip_prefix("-m").filter(|rest| !rest.is_empty()))
+        });
+    if module == Some("venv") || (program == "uv" && plain.first() == Some(&"venv")) {
+        return Kind::Setup;
+    }
+    if module == Some("pip") {
+        let rest: Vec<&str> = arguments
+            .iter()
+            .skip_while(|word| **word != "pip")
+            .skip(1)
+            .copied()
+            .collect();
+        let plain: Vec<&str> = rest
+            .iter()
+            .copied()
+            .filter(|word| !word.starts_with('-'))
+            .collect();
+        return pip_kind(&plain, &rest);
+    }
+    if program == "uv" && plain.first() == Some(&"pip") {
+        let rest = &arguments[arguments
+            .iter()
+            .position(|word| *word == "pip")
+            .map_or(0, |index| index + 1)..];
+        return pip_kind(&plain[1..], rest);
+    }
+    if joined.contains("manage.py test") {
+        return Kind::Test;
+    }
     if joined.contains("pytest") || joined.contains("unittest") || joined.starts_with("run tox") {
         Kind::Test
     } else if matches!(plain.first().copied(), Some("install" | "sync")) {
@@ -1080,8 +1614,13 @@ fn python_kind(plain: &[&str]) -> Kind {
 mod tests {
     use super::*;
 
+    /// Setup and build in one list (the order they run in), and test.
     fn found(text: &str) -> (Vec<String>, Vec<String>) {
-        commands_in_markdown(text).expect("commands")
+        let commands = commands_in_markdown(text).expect("commands");
+        (
+            commands.setup.into_iter().chain(commands.build).collect(),
+            commands.test,
+        )
     }
 
     #[test]
@@ -1188,7 +1727,8 @@ mod tests {
             "## Testing\n\n```console\n$ go test ./... # all packages\nok  \texample.com/x\t0.01s\n$ go test -race \\\n    -count=1 ./...\n```\n",
         );
         assert!(build.is_empty());
-        assert_eq!(test, ["go test ./...", "go test -race -count=1 ./..."]);
+        // The second is the same step with more flags: an alternative.
+        assert_eq!(test, ["go test ./..."]);
         assert_eq!(
             strip_comment("echo '#not a comment' # comment"),
             "echo '#not a comment' "
@@ -1219,8 +1759,8 @@ mod tests {
         let (build, test) = found(
             "## Development\n\n```sh\ngit clone https://example.com/app.git\ncd app\nmake\ncd web\nnpm ci\nnpm test\n```\n",
         );
-        assert_eq!(build, ["cd web && npm ci", "make"]);
-        assert_eq!(test, ["cd web && npm test"]);
+        assert_eq!(build, ["(cd web && npm ci)", "make"]);
+        assert_eq!(test, ["(cd web && npm test)"]);
     }
 
     #[test]
@@ -1298,5 +1838,194 @@ mod tests {
             panic!("README commands");
         };
         assert_eq!(commands.source.name(), "README.md");
+    }
+
+    fn set(text: &str) -> CommandSet {
+        commands_in_markdown(text).expect("commands")
+    }
+
+    #[test]
+    fn a_development_section_is_one_shell_session() {
+        // Issue 24: the venv lines were dropped and `pip install` hit PEP 668.
+        // The checkout has no `datasette-graphql` directory: that `cd` is
+        // entering the checkout itself.
+        let names = ["tests".to_owned(), "pyproject.toml".to_owned()];
+        let commands = read_markdown(
+            "## Development\n\nFirst checkout the code. Then create a new virtual environment:\n\n    cd datasette-graphql\n    python3 -mvenv venv\n    source venv/bin/activate\n\nOr if you are using `pipenv`:\n\n    pipenv shell\n\nNow install the dependencies and tests:\n\n    pip install -e '.[test]'\n\nTo run the tests:\n\n    pytest\n",
+            Some(&names),
+        )
+        .expect("commands");
+        assert_eq!(
+            commands.setup,
+            [
+                "python3 -mvenv venv",
+                ". venv/bin/activate",
+                "pip install -e '.[test]'"
+            ]
+        );
+        assert!(commands.build.is_empty());
+        assert_eq!(commands.test, ["pytest"]);
+    }
+
+    #[test]
+    fn only_the_first_virtualenv_counts_and_windows_lines_are_dropped() {
+        let commands = set(
+            "## Setup\n\n**On macOS/Linux:**\n```bash\npython3 -m venv venv\nsource venv/bin/activate\n```\n\n**On Windows:**\n```bash\npython -m venv venv\nvenv\\Scripts\\activate\n```\n\n```bash\npython -m venv env\n. env/bin/activate\npip install -r requirements.txt\n```\n\n## Tests\n\n```bash\npython -m pytest\n```\n",
+        );
+        assert_eq!(
+            commands.setup,
+            [
+                "python3 -m venv venv",
+                ". venv/bin/activate",
+                "pip install -r requirements.txt"
+            ]
+        );
+        assert_eq!(commands.test, ["python -m pytest"]);
+    }
+
+    #[test]
+    fn pip_without_a_virtualenv_gets_one() {
+        let commands = set("## Running tests\n\n```sh\npip install -e .\npytest -q\n```\n");
+        assert_eq!(
+            commands.setup,
+            [DEFAULT_VENV, DEFAULT_ACTIVATION, "pip install -e ."]
+        );
+    }
+
+    #[test]
+    fn entering_the_checkout_is_dropped_and_other_directories_are_scoped() {
+        let names = ["web".to_owned(), "README.md".to_owned()];
+        let commands = read_markdown(
+            "## Building\n\n```sh\ngit clone https://github.com/acme/app.git\n```\n\nThen:\n\n```sh\ncd app\nmake\n```\n\n```sh\ncd my-checkout\ncd web\nnpm ci\nnpm test\n```\n",
+            Some(&names),
+        )
+        .expect("commands");
+        assert_eq!(commands.setup, ["(cd web && npm ci)"]);
+        assert_eq!(commands.build, ["make"]);
+        assert_eq!(commands.test, ["(cd web && npm test)"]);
+        // A directory the document makes is not the checkout.
+        let commands = read_markdown(
+            "## Building\n\n```sh\nmkdir build\ncd build\ncmake ..\nmake\n```\n",
+            Some(&names),
+        )
+        .expect("commands");
+        assert_eq!(
+            commands.build,
+            ["(cd build && cmake ..)", "(cd build && make)"]
+        );
+        // Without the listing, a placeholder is still the checkout.
+        let commands = set("## Build\n\n```sh\ncd path/to/project\nmake\n```\n");
+        assert_eq!(commands.build, ["make"]);
+    }
+
+    #[test]
+    fn benchmark_performance_usage_and_release_sections_are_not_the_build() {
+        // BurntSushi/walkdir: this recipe under "### Performance" became the build.
+        for heading in [
+            "### Performance",
+            "## Benchmarks",
+            "## Usage",
+            "## Deployment",
+            "## Releasing",
+            "## Examples",
+        ] {
+            let text = format!(
+                "# Crate\n\n{heading}\n\n```sh\n# Compile and test speed:\ncargo build --release --example walkdir\ntime ./target/release/examples/walkdir $DIR\n```\n"
+            );
+            assert_eq!(commands_in_markdown(&text), None, "{heading}");
+        }
+        // A section about the tests inside one of them is read.
+        let commands = set("## Usage\n\n### Running the tests\n\n```sh\ncargo test\n```\n");
+        assert_eq!(commands.test, ["cargo test"]);
+    }
+
+    #[test]
+    fn interactive_and_long_running_commands_never_run() {
+        for line in [
+            "npm start",
+            "npm run dev",
+            "npm run serve",
+            "yarn dev",
+            "npm run test:e2e:open",
+            "yarn cypress:open",
+            "npx cypress open",
+            "npm run build:watch",
+            "jest --watch",
+            "npm test -- --watchAll",
+            "docker compose up",
+            "docker-compose up -d",
+            "serve -s build",
+            "npx serve dist",
+            "python -m http.server 8000",
+            "flask run",
+            "python manage.py runserver",
+            "jupyter notebook",
+            "jupyter lab",
+            "uvicorn app:app --reload",
+            "pipenv shell",
+            "cargo watch -x test",
+            "npx vite",
+        ] {
+            assert_eq!(classify_line(line), Kind::Foreign, "{line}");
+        }
+        for (line, kind) in [
+            ("npm run test:e2e", Kind::Test),
+            ("npx cypress run", Kind::Test),
+            ("python manage.py test", Kind::Test),
+            ("python3 -m venv .venv", Kind::Setup),
+            ("python -m pip install -e .", Kind::Setup),
+            ("uv pip install -e '.[dev]'", Kind::Setup),
+            ("uv sync", Kind::Setup),
+            ("poetry install", Kind::Setup),
+            ("virtualenv venv", Kind::Setup),
+            ("npx vite build", Kind::Build),
+        ] {
+            assert_eq!(classify_line(line), kind, "{line}");
+        }
+    }
+
+    #[test]
+    fn inline_code_in_prose_is_not_a_command() {
+        // A syllabus bullet became `unittest`, `pytest`, `tox`.
+        assert_eq!(
+            commands_in_markdown(
+                "## Syllabus\n\n- Week 9: Testing with `unittest`, `pytest` and `tox`\n- Week 10: Packaging\n"
+            ),
+            None
+        );
+        assert_eq!(
+            commands_in_markdown("Run `make test` before you push.\n"),
+            None
+        );
+        // A labelled command, or a command leading its item, is one.
+        assert_eq!(set("- Test: `make test`\n").test, ["make test"]);
+        assert_eq!(set("- `npm test` runs the suite\n").test, ["npm test"]);
+    }
+
+    #[test]
+    fn a_greater_than_prompt_is_a_prompt() {
+        let commands = set(
+            "## Getting started\n\n```bash\n# install dependencies\n> yarn install\n# serve with hot reload at localhost:8080\n> yarn serve\n```\n\n```bash\n# build for production\nyarn run build\n\n# run unit tests\nyarn test\n```\n",
+        );
+        assert_eq!(commands.setup, ["yarn install"]);
+        assert_eq!(commands.build, ["yarn run build"]);
+        assert_eq!(commands.test, ["yarn test"]);
+    }
+
+    #[test]
+    fn hostile_markdown_never_panics() {
+        let long_line = "x".repeat(1 << 20);
+        for text in [
+            "```sh\ncd é\u{301}\nmake\n```",
+            "```sh\n. \n```",
+            "```sh\nsource\n```",
+            "```sh\ngit clone\ncd\n```",
+            "```\n> \n$\n%\n```",
+            "- `é`: `ü`\n",
+            &long_line,
+        ] {
+            let _ = commands_in_markdown(text);
+            let _ = read_markdown(text, Some(&[]));
+        }
     }
 }

@@ -2,13 +2,14 @@
 //! reviewed only when its own build and tests pass — or fail the same way
 //! on its base branch, or cannot start on the bot's machine at all.
 //!
-//! The commands come from the repository's configuration or its `CLAUDE.md` /
-//! `README.md` ([`review_core::build_commands`]); [`discover`] reads those
-//! documents from the worktree. [`run_commands`] runs them all, setup, build
-//! and test, in order, in **one shell session** (a `cd`, an `export` or an
-//! activated virtualenv carries over), until one fails; the shell reports
-//! each command's end on a pipe the commands run without, so the gate knows
-//! which one failed and what it printed (one log each):
+//! The commands come from the repository's configuration, its `CLAUDE.md` /
+//! `README.md` or its manifests ([`review_core::build_commands`]);
+//! [`discover`] ([`crate::discovery`]) reads them from the worktree.
+//! [`run_commands`] runs them all, setup, build and test, in order, in **one
+//! shell session** (a `cd`, an `export` or an activated virtualenv carries
+//! over), until one fails; the shell reports each command's end on a pipe
+//! the commands run without, so the gate knows which one failed and what it
+//! printed (one log each):
 //!
 //! - **contained** by [`review_sandbox`]: a PID namespace (bubblewrap) and a
 //!   process group, so nothing a build starts — a daemon, a `setsid` test
@@ -56,9 +57,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use review_core::build_commands::{
-    self, CommandSet, DiscoveredCommands, Discovery, Document, Source,
-};
+use review_core::build_commands::{CommandSet, DiscoveredCommands, Discovery, Source};
 use review_core::payload::{code_block, inline_code};
 use review_sandbox::{Confinement, Contained, Containment, SandboxError, Toolchain};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -81,9 +80,6 @@ const COMMENT_TAIL_BYTES: usize = 16 * 1024;
 /// How much of the start of the output is kept to tell bubblewrap's own
 /// failure from the build's.
 const HEAD_BYTES: usize = 1024;
-
-/// Largest `CLAUDE.md` / `README.md` read for commands; a bigger one is skipped.
-const DOCUMENT_LIMIT: u64 = 1024 * 1024;
 
 /// How long to wait for the output once the command's processes are gone
 /// (only a process that escaped the containment could hold the pipe open).
@@ -524,62 +520,8 @@ pub enum BuildGateError {
     },
 }
 
-/// The commands to run: `explicit` ones (the operator's, or the base
-/// branch's `.review-bot.toml`: [`crate::command_sources`]) with their source,
-/// else those `CLAUDE.md` or `README.md` at the top of `worktree` documents. A
-/// document that is a symbolic link (it could point anywhere on the bot's
-/// machine) or larger than a megabyte is not read.
-pub async fn discover(
-    worktree: &Path,
-    explicit: Option<(Source, &CommandSet)>,
-) -> Result<Discovery, BuildGateError> {
-    if explicit.is_some() {
-        return Ok(build_commands::discover(explicit, &[]));
-    }
-    let read_error = |source| BuildGateError::File {
-        action: "list the worktree",
-        path: worktree.to_owned(),
-        source,
-    };
-    let mut entries = tokio::fs::read_dir(worktree).await.map_err(read_error)?;
-    let mut found: Vec<(usize, String, PathBuf)> = Vec::new();
-    while let Some(entry) = entries.next_entry().await.map_err(read_error)? {
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-            continue;
-        };
-        let Some(rank) = build_commands::DOCUMENT_NAMES
-            .iter()
-            .position(|wanted| wanted.eq_ignore_ascii_case(&name))
-        else {
-            continue;
-        };
-        let Ok(metadata) = tokio::fs::symlink_metadata(entry.path()).await else {
-            continue;
-        };
-        if metadata.is_file() && metadata.len() <= DOCUMENT_LIMIT {
-            found.push((rank, name, entry.path()));
-        } else {
-            tracing::warn!(document = %name, "not reading it for build commands: not a regular file of at most 1 MiB");
-        }
-    }
-    found.sort();
-    let mut texts = Vec::with_capacity(found.len());
-    for (_, name, path) in found {
-        let bytes = tokio::fs::read(&path)
-            .await
-            .map_err(|source| BuildGateError::File {
-                action: "read",
-                path: path.clone(),
-                source,
-            })?;
-        texts.push((name, String::from_utf8_lossy(&bytes).into_owned()));
-    }
-    let documents: Vec<Document<'_>> = texts
-        .iter()
-        .map(|(name, text)| Document { name, text })
-        .collect();
-    Ok(build_commands::discover(None, &documents))
-}
+/// The commands to run, read from the worktree ([`crate::discovery`]).
+pub use crate::discovery::discover;
 
 /// Discover the commands ([`discover`]) and run them ([`run_commands`]).
 pub async fn run_gate(

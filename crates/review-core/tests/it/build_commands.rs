@@ -4,8 +4,15 @@ use review_core::build_commands::{Discovery, Document, commands_in_markdown, dis
 
 use crate::fixture;
 
+/// A document's commands: setup and build in one list (the order they run
+/// in), and test.
 fn commands(name: &str) -> Option<(Vec<String>, Vec<String>)> {
-    commands_in_markdown(&fixture(&format!("docs/{name}")))
+    commands_in_markdown(&fixture(&format!("docs/{name}"))).map(|commands| {
+        (
+            commands.setup.into_iter().chain(commands.build).collect(),
+            commands.test,
+        )
+    })
 }
 
 fn expect(name: &str, build: &[&str], test: &[&str]) {
@@ -63,7 +70,7 @@ fn xcode_swift() {
         ],
         &[
             "xcodebuild -workspace Acme.xcworkspace -scheme Acme -destination 'platform=iOS Simulator,name=iPhone 15,OS=17.2' test",
-            "cd Packages/AcmeKit && swift test",
+            "(cd Packages/AcmeKit && swift test)",
         ],
     );
 }
@@ -100,8 +107,8 @@ fn messy_monorepo() {
     expect(
         "messy-monorepo.md",
         &[
-            "cd web && yarn install --frozen-lockfile",
-            "cd web && yarn build",
+            "(cd web && yarn install --frozen-lockfile)",
+            "(cd web && yarn build)",
             "make -C api build",
         ],
         &[

@@ -7,6 +7,7 @@ mod findings;
 mod git_corpus;
 mod git_paths;
 mod properties;
+mod real_readmes;
 mod to_github;
 
 /// A fixture file under `tests/fixtures`.
