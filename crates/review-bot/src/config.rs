@@ -1341,6 +1341,7 @@ mod tests {
         config.agent.config_dir = Some(PathBuf::from("/c"));
         config.agent.home_dir = Some(PathBuf::from("/h"));
         config.agent.prompts_dir = Some(PathBuf::from("/p"));
+        config.agent.max_model_requests = Some(100);
         config.github.bot_login = Some("octo-reviewer".to_owned());
         config.store.database_url = Some("sqlite:///x".to_owned());
         config.daemon.repositories = vec!["octo/widgets".to_owned()];

@@ -1178,8 +1178,10 @@ pub async fn probe(
     let run_directory = probe_directory()?;
     let worktree = run_directory.join("worktree");
     create_private_directory(&worktree)?;
+    // In a subshell: the gate runs every command in one shell, and a
+    // command that ends that shell (`exit`, `exec`) is a failure of its own.
     let line = format!(
-        "command -v {program} >/dev/null 2>&1 || exit 127; exec {program} --version",
+        "(command -v {program} >/dev/null 2>&1 || exit 127; exec {program} --version)",
         program = shell_quote(program)
     );
     let commands = DiscoveredCommands {

@@ -591,7 +591,7 @@ mod tests {
     #[test]
     fn github_subset_request_validation() {
         let api = OpenApi::github_subset();
-        assert_eq!(api.operations().len(), 35);
+        assert_eq!(api.operations().len(), 37);
         let ok = api
             .validate_request(
                 "issues/create-comment",

@@ -279,8 +279,8 @@ async fn probe(
     program: &str,
 ) -> Result<(), String> {
     let command = format!(
-        "command -v {program} >/dev/null 2>&1 || exit 127; {program} --version </dev/null \
-         >/dev/null 2>&1; exit 0"
+        "(command -v {program} >/dev/null 2>&1 || exit 127; {program} --version </dev/null \
+         >/dev/null 2>&1; exit 0)"
     );
     let commands = DiscoveredCommands {
         setup: Vec::new(),

@@ -200,7 +200,7 @@ async fn the_base_branch_file_runs_and_the_pull_request_cannot_change_it() {
     let bodies = world.review_bodies();
     assert_eq!(bodies.len(), 1, "{bodies:?}");
     assert!(
-        bodies[0].contains("commands from `.review-bot.toml`"),
+        bodies[0].contains("from .review-bot.toml)"),
         "{}",
         bodies[0]
     );

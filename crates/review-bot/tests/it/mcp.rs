@@ -296,6 +296,9 @@ async fn a_burst_of_fifty_tool_calls_in_one_turn_yields_fifty_intact_lines() {
     assert_eq!(indexes, (0..50).collect::<Vec<_>>());
 }
 
+/// A line near a hunk is recorded where it lands (issue 25 item 8: never
+/// refused and lost); a path that climbs out is refused with what to do, and
+/// the model corrects it.
 #[tokio::test]
 async fn corrective_errors_let_the_model_fix_its_calls() {
     let script = Script::new([
@@ -311,20 +314,16 @@ async fn corrective_errors_let_the_model_fix_its_calls() {
         ]),
         Turn::decide(|request| {
             let results = request.last_tool_results();
-            let corrected = results.iter().all(|result| result.is_error)
-                && results.iter().any(|result| result.text.contains("1-7"))
-                && results.iter().any(|result| result.text.contains("`..`"));
-            if corrected {
-                Turn::tools([
-                    tool(
-                        "leave_inline_comment",
-                        json!({"path": "src/lib.rs", "line": 7, "message": "off the diff, corrected"}),
-                    ),
-                    tool(
-                        "leave_inline_comment",
-                        json!({"path": "src/lib.rs", "line": 2, "message": "climbs out, corrected"}),
-                    ),
-                ])
+            let as_expected = results.iter().any(|result| {
+                !result.is_error && result.text.contains("it will be posted on line 7")
+            }) && results
+                .iter()
+                .any(|result| result.is_error && result.text.contains("`..`"));
+            if as_expected {
+                Turn::tools([tool(
+                    "leave_inline_comment",
+                    json!({"path": "src/lib.rs", "line": 2, "message": "climbs out, corrected"}),
+                )])
             } else {
                 Turn::text(format!("unexpected tool results: {results:?}"))
             }
@@ -338,7 +337,7 @@ async fn corrective_errors_let_the_model_fix_its_calls() {
     assert_eq!(
         run.result.as_deref(),
         Some("Done."),
-        "the model did not get corrective errors"
+        "the model did not get the expected answers"
     );
 
     let results = world.tool_results();
@@ -347,14 +346,14 @@ async fn corrective_errors_let_the_model_fix_its_calls() {
         .filter(|result| result.is_error)
         .map(ToolResult::text_without_reminders)
         .collect();
-    assert_eq!(errors.len(), 2, "{results:?}");
+    assert_eq!(errors.len(), 1, "{results:?}");
     let mut lines = world.lines();
     lines.sort_by_key(|line| line["line"].as_u64());
     assert_eq!(
         lines,
         [
             json!({"type": "inline", "message": "climbs out, corrected", "path": "src/lib.rs", "line": 2}),
-            json!({"type": "inline", "message": "off the diff, corrected", "path": "src/lib.rs", "line": 7}),
+            json!({"type": "inline", "message": "off the diff", "path": "src/lib.rs", "line": 7}),
         ]
     );
 }

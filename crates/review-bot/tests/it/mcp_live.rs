@@ -169,9 +169,17 @@ fn live_mode_reads_github_posts_replies_and_remembers_them_in_the_store() {
     assert!(!is_error, "{text}");
     let (is_error, text) = session.call(
         "leave_inline_comment",
-        &json!({"path": "src/lib.rs", "line": 5, "message": "no"}),
+        &json!({"path": "src/lib.rs", "line": 5, "message": "near"}),
     );
-    assert!(is_error && text.contains("1-3"), "{text}");
+    assert!(
+        !is_error && text.contains("it will be posted on line 3"),
+        "{text}"
+    );
+    let (is_error, text) = session.call(
+        "leave_inline_comment",
+        &json!({"path": "src/elsewhere.rs", "line": 1, "message": "no"}),
+    );
+    assert!(is_error && text.contains("src/lib.rs"), "{text}");
 
     let (is_error, text) = session.call(
         "github_post_pr_reply",
@@ -230,7 +238,8 @@ fn live_mode_reads_github_posts_replies_and_remembers_them_in_the_store() {
     assert_eq!(view["replied_comments_filtered"], 3, "{view}");
     assert_eq!(
         std::fs::read_to_string(directory.path().join("comments.jsonl")).unwrap(),
-        "{\"type\":\"inline\",\"message\":\"ok\",\"path\":\"src/lib.rs\",\"line\":2}\n"
+        "{\"type\":\"inline\",\"message\":\"ok\",\"path\":\"src/lib.rs\",\"line\":2}\n\
+         {\"type\":\"inline\",\"message\":\"near\",\"path\":\"src/lib.rs\",\"line\":3}\n"
     );
 }
 

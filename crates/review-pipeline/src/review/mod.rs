@@ -528,20 +528,24 @@ impl Job<'_> {
                 short_sha(&plan.head_sha)
             )));
         }
+        // Only what changed since the review started is a person's doing (a
+        // review by hand with `--force` may start on a label the bot set).
+        let before = review_core::labels::managed_labels(&self.pull_request.labels);
         let managed = review_core::labels::managed_labels(&now.labels);
         if let Some(terminal) = managed.iter().find(|label| {
             matches!(
                 label,
                 review_core::labels::Label::BotHumanIntervention
                     | review_core::labels::Label::HumanReviewNeeded
-            )
+            ) && !before.contains(label)
         }) {
             return Ok(Some(format!(
                 "someone labelled it `{}` while it was being reviewed, and a person's decision wins",
                 terminal.name()
             )));
         }
-        if !managed.contains(&review_core::labels::Label::BotReviewNeeded) {
+        let trigger = review_core::labels::Label::BotReviewNeeded;
+        if before.contains(&trigger) && !managed.contains(&trigger) {
             return Ok(Some(
                 "the `bot-review-needed` label was removed while it was being reviewed".to_owned(),
             ));

@@ -1038,7 +1038,7 @@ impl Job<'_> {
             });
             return Ok(());
         }
-        if let Some(reason) = person_decided(&now) {
+        if let Some(reason) = person_decided(pull, &now) {
             step.failed(reason.clone());
             self.progress.note(format!("nothing was pushed: {reason}"));
             self.summary.outcome = Some(WriteOutcome::Withdrawn { reason });
@@ -1353,10 +1353,11 @@ fn commit_message(summary: &str) -> String {
     }
 }
 
-/// What a person did to the pull request (read again right before the push)
-/// that the fix must not override (issue 25 item 3): closed or merged it,
-/// took `bot-changes-needed` off, or handed it to a human.
-fn person_decided(now: &PullRequest) -> Option<String> {
+/// What a person did to the pull request between the start of the fix
+/// (`before`) and right before the push (`now`) that the fix must not
+/// override (issue 25 item 3): closed or merged it, took `bot-changes-needed`
+/// off, or handed it to a human.
+fn person_decided(before: &PullRequest, now: &PullRequest) -> Option<String> {
     use review_core::labels::{Label, managed_labels};
     if now.merged || now.state != PullRequestState::Open {
         return Some(format!(
@@ -1364,18 +1365,19 @@ fn person_decided(now: &PullRequest) -> Option<String> {
             if now.merged { "merged" } else { "closed" }
         ));
     }
+    let earlier = managed_labels(&before.labels);
     let managed = managed_labels(&now.labels);
     if let Some(terminal) = managed.iter().find(|label| {
         matches!(
             label,
             Label::BotHumanIntervention | Label::HumanReviewNeeded
-        )
+        ) && !earlier.contains(label)
     }) {
         return Some(format!(
             "someone labelled it `{}` while the bot worked, and a person's decision wins",
             terminal.name()
         ));
     }
-    (!managed.contains(&Label::BotChangesNeeded))
+    (earlier.contains(&Label::BotChangesNeeded) && !managed.contains(&Label::BotChangesNeeded))
         .then(|| "the `bot-changes-needed` label was removed while the bot worked".to_owned())
 }
