@@ -1182,7 +1182,7 @@ pub async fn probe(
     // command that ends that shell (`exit`, `exec`) is a failure of its own.
     let line = format!(
         "(command -v {program} >/dev/null 2>&1 || exit 127; exec {program} --version)",
-        program = shell_quote(program)
+        program = single_quoted(program)
     );
     let commands = DiscoveredCommands {
         setup: Vec::new(),
@@ -1269,11 +1269,6 @@ fn probe_directory() -> Result<PathBuf, BuildGateError> {
     ));
     create_private_directory(&directory)?;
     Ok(directory)
-}
-
-/// `text` as one word for `sh`.
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// What is missing when `end` and the output's `tail` say the command could
@@ -1582,8 +1577,8 @@ mod tests {
 
     #[test]
     fn a_quoted_word_stays_one_word() {
-        assert_eq!(shell_quote("cargo"), "'cargo'");
-        assert_eq!(shell_quote("a'b; rm -rf /"), "'a'\\''b; rm -rf /'");
+        assert_eq!(single_quoted("cargo"), "'cargo'");
+        assert_eq!(single_quoted("a'b; rm -rf /"), "'a'\\''b; rm -rf /'");
     }
 
     #[test]

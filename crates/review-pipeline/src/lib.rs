@@ -16,6 +16,7 @@ pub mod checkout;
 pub mod ci;
 pub mod command_sources;
 pub mod daemon;
+pub mod decided;
 pub mod discovery;
 pub mod git;
 pub mod local;

@@ -514,12 +514,6 @@ impl Job<'_> {
             .github
             .get_pull_request(&self.request.repository, self.request.number)
             .await?;
-        if now.merged || now.state != PullRequestState::Open {
-            return Ok(Some(format!(
-                "the pull request was {} while it was being reviewed",
-                if now.merged { "merged" } else { "closed" }
-            )));
-        }
         if now.head_sha != plan.head_sha {
             return Ok(Some(format!(
                 "the pull request's head moved to {} while {} was being reviewed; this review is \
@@ -528,29 +522,12 @@ impl Job<'_> {
                 short_sha(&plan.head_sha)
             )));
         }
-        // Only what changed since the review started is a person's doing (a
-        // review by hand with `--force` may start on a label the bot set).
-        let before = review_core::labels::managed_labels(&self.pull_request.labels);
-        let managed = review_core::labels::managed_labels(&now.labels);
-        if let Some(terminal) = managed.iter().find(|label| {
-            matches!(
-                label,
-                review_core::labels::Label::BotHumanIntervention
-                    | review_core::labels::Label::HumanReviewNeeded
-            ) && !before.contains(label)
-        }) {
-            return Ok(Some(format!(
-                "someone labelled it `{}` while it was being reviewed, and a person's decision wins",
-                terminal.name()
-            )));
-        }
-        let trigger = review_core::labels::Label::BotReviewNeeded;
-        if before.contains(&trigger) && !managed.contains(&trigger) {
-            return Ok(Some(
-                "the `bot-review-needed` label was removed while it was being reviewed".to_owned(),
-            ));
-        }
-        Ok(None)
+        Ok(crate::decided::person_decided(
+            &self.pull_request,
+            &now,
+            review_core::labels::Label::BotReviewNeeded,
+            "while it was being reviewed",
+        ))
     }
 
     /// The plan: the one an earlier run of this review saved, or a new one.

@@ -56,7 +56,7 @@ use review_core::build_commands::Discovery;
 use review_core::footer::{self, Footer, ReviewId, ThreadId};
 use review_core::labels::Outcome;
 use review_core::snapshot::{CommentLookup, PullRequestSnapshot};
-use review_github::{GitHubError, PullRequest, PullRequestState, RepositoryName};
+use review_github::{GitHubError, PullRequest, RepositoryName};
 use review_mcp::github_snapshot::{GitHubPullRequest, snapshot_from_github};
 use review_store::{CommentId, JobKind, NewRun, StoreError};
 use uuid::Uuid;
@@ -1038,7 +1038,12 @@ impl Job<'_> {
             });
             return Ok(());
         }
-        if let Some(reason) = person_decided(pull, &now) {
+        if let Some(reason) = crate::decided::person_decided(
+            pull,
+            &now,
+            review_core::labels::Label::BotChangesNeeded,
+            "while the bot worked",
+        ) {
             step.failed(reason.clone());
             self.progress.note(format!("nothing was pushed: {reason}"));
             self.summary.outcome = Some(WriteOutcome::Withdrawn { reason });
@@ -1351,33 +1356,4 @@ fn commit_message(summary: &str) -> String {
     } else {
         format!("Address review comments\n\n{cleaned}\n")
     }
-}
-
-/// What a person did to the pull request between the start of the fix
-/// (`before`) and right before the push (`now`) that the fix must not
-/// override (issue 25 item 3): closed or merged it, took `bot-changes-needed`
-/// off, or handed it to a human.
-fn person_decided(before: &PullRequest, now: &PullRequest) -> Option<String> {
-    use review_core::labels::{Label, managed_labels};
-    if now.merged || now.state != PullRequestState::Open {
-        return Some(format!(
-            "the pull request was {} while the bot worked",
-            if now.merged { "merged" } else { "closed" }
-        ));
-    }
-    let earlier = managed_labels(&before.labels);
-    let managed = managed_labels(&now.labels);
-    if let Some(terminal) = managed.iter().find(|label| {
-        matches!(
-            label,
-            Label::BotHumanIntervention | Label::HumanReviewNeeded
-        ) && !earlier.contains(label)
-    }) {
-        return Some(format!(
-            "someone labelled it `{}` while the bot worked, and a person's decision wins",
-            terminal.name()
-        ));
-    }
-    (earlier.contains(&Label::BotChangesNeeded) && !managed.contains(&Label::BotChangesNeeded))
-        .then(|| "the `bot-changes-needed` label was removed while the bot worked".to_owned())
 }
