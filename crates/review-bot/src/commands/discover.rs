@@ -43,6 +43,13 @@ struct Report {
 }
 
 pub fn run(args: &DiscoverCommandsArgs) -> anyhow::Result<ExitCode> {
+    if !args.dir.is_dir() {
+        anyhow::bail!(
+            "{} is not a directory: give the repository's working tree (for example \
+             `review-bot discover-commands .` from inside it)",
+            args.dir.display()
+        );
+    }
     // The repository owners' file first (here DIR's own; a review reads the
     // base commit's), then the documents and manifests.
     let file = command_sources::read_in_directory(&args.dir).with_context(|| {

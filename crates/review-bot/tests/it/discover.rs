@@ -75,7 +75,7 @@ fn a_missing_directory_is_exit_2() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains(
-            "could not list the directory no-such-dir",
+            "no-such-dir is not a directory: give the repository's working tree",
         ));
 }
 
