@@ -9,6 +9,8 @@
 //! check (`bot-ci-pending`), [`write`](mod@write) the write flow (`bot-changes-needed`).
 //! [`local`] is `review --local`: the review flow on a working tree's changes.
 //! [`daemon`] is `review-bot run`: the poller and the lease-holding scheduler.
+//! [`step`] is one step of the loop for one pull request (read, route, gate,
+//! run the job, record): what `review-bot step` and the daemon both run.
 
 pub mod base_build;
 pub mod build_gate;
@@ -22,6 +24,7 @@ pub mod git;
 pub mod local;
 pub mod progress;
 pub mod review;
+pub mod step;
 pub mod write;
 
 pub use checkout::{CheckoutError, CheckoutRequest, CheckoutSettings, Checkouts, Worktree};

@@ -16,17 +16,17 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use review_github::RepositoryName;
-use review_pipeline::daemon::attempts::{self, AfterFailure, AttemptPolicy, Gate, HandOverContext};
+use review_pipeline::daemon::attempts::{self, AttemptPolicy};
 use review_pipeline::daemon::{
     self, DaemonSettings, Health, Hit, JobOutcome, Runner, Scheduler, SchedulerSettings,
     WatchTarget,
 };
+use review_pipeline::step::{Recorded, StepReport, StepRequest, StepSettings};
 use review_pipeline::{Progress, ProgressEvent};
-use review_store::JobKey;
 use tracing::Instrument as _;
 
 use super::review::{Parts, say};
-use super::step::{Routed, StepSettings, conclude, read, run_job};
+use super::step::{conclude, gate_line, step_settings};
 use crate::config::{self, Config};
 
 /// `review-bot run`'s arguments.
@@ -43,7 +43,7 @@ pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Res
     let loaded = config::load(config_file)?;
     let targets = check_start(&loaded.config, |name| std::env::var(name).ok())?;
     let parts = Parts::resolve(loaded)?;
-    let step_settings = StepSettings::new(&parts.config);
+    let step_settings = step_settings(&parts.config);
     let daemon_config = &parts.config.daemon;
     let settings = DaemonSettings {
         targets: targets.clone(),
@@ -296,7 +296,7 @@ async fn render_metrics(
     )
 }
 
-/// Each job: `step` for the pull request — its labels read, the attempt
+/// Each job: `review_pipeline::step` for the pull request — its labels read, the attempt
 /// gate (a job that failed on this head waits for its backoff, and one that
 /// failed `agent.max_attempts` times is handed to a human), the job, its
 /// failure or success recorded — with its lines prefixed with the pull
@@ -340,49 +340,63 @@ async fn run_one(
     let prefix = format!("{target}: ");
     let started = Instant::now();
     let progress = prefixed_progress(prefix.clone());
-    let (pull_request, job) = match read(reviewer, &hit.repository, hit.number, &progress).await {
-        Ok(Routed::Job { pull_request, job }) => (pull_request, job),
-        Ok(Routed::Nothing(reason)) => {
-            say(&prefix, format_args!("nothing to do: {target} {reason}"));
+    let request = StepRequest {
+        repository: hit.repository.clone(),
+        number: hit.number,
+        // The scheduler holds the pull request's lease.
+        lease: false,
+        attempts: Some(*policy),
+    };
+    let report = review_pipeline::step::step(reviewer, settings, &request, &progress).await;
+    let (stepped, recorded) = match report {
+        Ok(StepReport::Stepped { stepped, recorded }) => (stepped, recorded),
+        Ok(gated @ StepReport::Waiting { .. }) => return JobOutcome::Skipped(gate_line(&gated)),
+        Ok(gated @ StepReport::HandedOver(_)) => {
+            say(&prefix, format_args!("{}", gate_line(&gated)));
             return JobOutcome::Completed;
         }
-        Err(error) => return JobOutcome::Failed(format!("{error:#}")),
+        Ok(StepReport::Busy(_) | StepReport::LeaseLost) => {
+            return JobOutcome::Failed("the pull request's lease was lost".to_owned());
+        }
+        Err(error) => {
+            if matches!(error, review_pipeline::step::StepError::Attempts(_)) {
+                tracing::warn!(%error, "could not record the job's attempt");
+            }
+            return JobOutcome::Failed(error.to_string());
+        }
     };
-    tracing::Span::current().record("head_sha", pull_request.head_sha.as_str());
-    let attempt = Attempt {
-        reviewer,
-        hit,
-        repository: hit.repository.to_string(),
-        pull_request: &pull_request,
-        job,
-        policy,
-        prefix: &prefix,
-        progress: &progress,
-    };
-    let counted = attempts::counted(job);
-    if counted && let Some(outcome) = attempt.gate().await {
-        return outcome;
-    }
-    let stepped = Box::pin(run_job(
-        reviewer,
-        &hit.repository,
-        (*pull_request).clone(),
-        job,
-        settings,
-        &progress,
-    ))
-    .await;
     let (cost, turns) = stepped.agent_spend();
-    let kind = attempts::job_kind(job).as_str();
-    if turns > 0 || cost > 0.0 {
-        metrics::histogram!("review_bot_agent_cost_usd", "kind" => kind).record(cost);
-        metrics::histogram!("review_bot_agent_turns", "kind" => kind).record(f64::from(turns));
+    if let Some(job) = job_of(&stepped) {
+        let kind = attempts::job_kind(job).as_str();
+        if turns > 0 || cost > 0.0 {
+            metrics::histogram!("review_bot_agent_cost_usd", "kind" => kind).record(cost);
+            metrics::histogram!("review_bot_agent_turns", "kind" => kind).record(f64::from(turns));
+        }
     }
     let public_error = stepped.public_error();
     let completed = conclude(stepped, &target, started.elapsed(), &prefix) == ExitCode::SUCCESS;
-    if counted && let Err(error) = attempt.record(public_error.as_deref()).await {
-        tracing::warn!(%error, "could not record the job's attempt");
-        return JobOutcome::Failed(error);
+    match recorded {
+        Recorded::NotCounted | Recorded::Success => {}
+        Recorded::Retry {
+            failures,
+            max_attempts,
+            retry_in,
+            head,
+        } => say(
+            &prefix,
+            format_args!(
+                "attempt {failures} of {max_attempts} failed at {head}; the next in {} s at the \
+                 earliest",
+                retry_in.as_secs()
+            ),
+        ),
+        Recorded::HandedOver {
+            failures,
+            comment_url,
+        } => say(
+            &prefix,
+            format_args!("{failures} failed attempts: handed to a human ({comment_url})"),
+        ),
     }
     if completed {
         JobOutcome::Completed
@@ -391,115 +405,15 @@ async fn run_one(
     }
 }
 
-/// A counted job on one head: its gate before, its record after.
-struct Attempt<'a> {
-    reviewer: &'a review_pipeline::Reviewer,
-    hit: &'a Hit,
-    repository: String,
-    pull_request: &'a review_github::PullRequest,
-    job: review_core::labels::Job,
-    policy: &'a AttemptPolicy,
-    prefix: &'a str,
-    progress: &'a Progress,
-}
-
-impl Attempt<'_> {
-    fn key(&self) -> JobKey<'_> {
-        JobKey {
-            repository: &self.repository,
-            pull_request: self.hit.number,
-            kind: attempts::job_kind(self.job),
-            head_sha: &self.pull_request.head_sha,
-        }
-    }
-
-    fn hand_over_context(&self) -> HandOverContext<'_> {
-        HandOverContext {
-            github: &self.reviewer.github,
-            repository: &self.hit.repository,
-            pull_request: self.pull_request,
-            job: self.job,
-            bot_login: self.reviewer.settings.bot_login.as_deref(),
-            progress: self.progress,
-        }
-    }
-
-    fn short_head(&self) -> &str {
-        review_pipeline::review::short_sha(&self.pull_request.head_sha)
-    }
-
-    /// `None`: run the job. Otherwise the job's outcome without running it
-    /// (backing off, or handing over).
-    async fn gate(&self) -> Option<JobOutcome> {
-        let key = self.key();
-        match attempts::gate(&self.reviewer.store, &key, self.policy).await {
-            Ok(Gate::Run) => None,
-            Ok(Gate::Wait { failures, retry_in }) => Some(JobOutcome::Skipped(format!(
-                "{failures} failed attempt{} at {}; the next is due in {} s",
-                if failures == 1 { "" } else { "s" },
-                self.short_head(),
-                retry_in.as_secs().max(1)
-            ))),
-            Ok(Gate::HandOver(recorded)) => Some(
-                match attempts::hand_over(
-                    &self.reviewer.store,
-                    &key,
-                    &recorded,
-                    self.policy,
-                    &self.hand_over_context(),
-                )
-                .await
-                {
-                    Ok(url) => {
-                        say(self.prefix, format_args!("handed to a human: {url}"));
-                        JobOutcome::Completed
-                    }
-                    Err(error) => JobOutcome::Failed(error.to_string()),
-                },
-            ),
-            Err(error) => Some(JobOutcome::Failed(format!(
-                "could not read the job's earlier attempts: {error}"
-            ))),
-        }
-    }
-
-    /// Forgets the head's failures after a success; records one more after
-    /// a failure (`public_error`), handing over at the limit.
-    async fn record(&self, public_error: Option<&str>) -> Result<(), String> {
-        let key = self.key();
-        let Some(error) = public_error else {
-            return attempts::record_success(&self.reviewer.store, &key)
-                .await
-                .map_err(|error| error.to_string());
-        };
-        let after = attempts::record_failure(
-            &self.reviewer.store,
-            &key,
-            error,
-            self.policy,
-            &self.hand_over_context(),
-        )
-        .await
-        .map_err(|error| error.to_string())?;
-        match after {
-            AfterFailure::Retry { failures, retry_in } => say(
-                self.prefix,
-                format_args!(
-                    "attempt {failures} of {} failed at {}; the next in {} s at the earliest",
-                    self.policy.max_attempts,
-                    self.short_head(),
-                    retry_in.as_secs()
-                ),
-            ),
-            AfterFailure::HandedOver {
-                failures,
-                comment_url,
-            } => say(
-                self.prefix,
-                format_args!("{failures} failed attempts: handed to a human ({comment_url})"),
-            ),
-        }
-        Ok(())
+/// The job a step ran (for its metrics' `kind`).
+const fn job_of(stepped: &review_pipeline::step::Stepped) -> Option<review_core::labels::Job> {
+    use review_core::labels::Job;
+    use review_pipeline::step::Stepped;
+    match stepped {
+        Stepped::Nothing(_) => None,
+        Stepped::Review(_) => Some(Job::Review),
+        Stepped::Ci(_) => Some(Job::CiCheck),
+        Stepped::Write(_) => Some(Job::Write),
     }
 }
 
