@@ -394,7 +394,8 @@ pub struct StoreConfig {
 pub struct ReviewConfig {
     /// Limit for the build and test gate.
     pub build_timeout_secs: u64,
-    /// Reviews a pull request may get before the write flow hands it to a human.
+    /// The cycle (a review or a CI failure, and its fix) at which the write
+    /// flow hands a pull request to a human instead of fixing.
     pub max_cycles: u32,
 }
 

@@ -332,6 +332,17 @@ pub struct CommitInfo {
     pub authored_at: Option<DateTime<Utc>>,
 }
 
+/// One commit of a pull request, as its commits list gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequestCommit {
+    /// Full SHA.
+    pub sha: String,
+    /// The whole commit message (trailers included).
+    pub message: String,
+    /// Committer date.
+    pub committed_at: Option<DateTime<Utc>>,
+}
+
 /// Where a poll searches.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum SearchScope {

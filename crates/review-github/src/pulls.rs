@@ -4,12 +4,14 @@ use http::StatusCode;
 
 use crate::client::{GitHubClient, Scope, ensure_success, repository_path};
 use crate::error::GitHubError;
-use crate::model::{ChangedFiles, PullRequest, PullRequestDiff, RepositoryName};
+use crate::model::{ChangedFiles, PullRequest, PullRequestCommit, PullRequestDiff, RepositoryName};
 use crate::transport::{ApiRequest, DIFF_MEDIA_TYPE, SendFailure};
 use crate::wire;
 
 /// GitHub lists at most 3,000 files of a pull request.
 pub const MAX_PULL_REQUEST_FILES: usize = 3_000;
+/// GitHub lists at most 250 commits of a pull request.
+pub const MAX_PULL_REQUEST_COMMITS: usize = 250;
 /// The largest page GitHub serves.
 pub(crate) const PAGE_SIZE: usize = 100;
 
@@ -87,5 +89,24 @@ impl GitHubClient {
             files: paged.items.into_iter().map(Into::into).collect(),
             truncated,
         })
+    }
+
+    /// `GET /repos/{owner}/{repo}/pulls/{pull_number}/commits`, every page
+    /// (GitHub lists at most 250), oldest first, conditional.
+    pub async fn list_pull_request_commits(
+        &self,
+        repository: &RepositoryName,
+        number: u64,
+    ) -> Result<Vec<PullRequestCommit>, GitHubError> {
+        let paged = self
+            .get_repository_pages(
+                repository,
+                "/repos/{owner}/{repo}/pulls/{pull_number}/commits",
+                &["pulls", &number.to_string(), "commits"],
+                MAX_PULL_REQUEST_COMMITS.div_ceil(PAGE_SIZE),
+                |page: Vec<wire::ListedCommit>| page,
+            )
+            .await?;
+        Ok(paged.items.into_iter().map(Into::into).collect())
     }
 }

@@ -286,6 +286,30 @@ pub(crate) struct CommitDetail {
     pub committer: Option<GitUser>,
 }
 
+/// `commit` as `pulls/list-commits` lists it: the SHA, the message and the dates.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListedCommit {
+    pub sha: String,
+    pub commit: ListedCommitDetail,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListedCommitDetail {
+    #[serde(default)]
+    pub message: String,
+    pub committer: Option<GitUser>,
+}
+
+impl From<ListedCommit> for model::PullRequestCommit {
+    fn from(commit: ListedCommit) -> Self {
+        Self {
+            sha: commit.sha,
+            message: commit.commit.message,
+            committed_at: commit.commit.committer.and_then(|user| user.date),
+        }
+    }
+}
+
 /// `nullable-git-user`.
 #[derive(Debug, Deserialize)]
 pub(crate) struct GitUser {

@@ -379,6 +379,7 @@ pub async fn run_job(
                         number,
                         dry_run: false,
                         force: false,
+                        from_label: true,
                     },
                     progress,
                 )

@@ -122,6 +122,7 @@ pub fn run(args: &ReviewArgs, config_file: Option<&std::path::Path>) -> anyhow::
         number,
         dry_run: args.dry_run,
         force: args.force,
+        from_label: false,
     };
     let outcome = super::block_on(async move {
         let reviewer = parts.reviewer(&request.repository).await?;

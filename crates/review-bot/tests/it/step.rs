@@ -1150,3 +1150,267 @@ async fn a_step_that_failed_after_its_push_is_finished_by_the_next_without_dupli
             .exists()
     );
 }
+
+// ---------------------------------------------------------------------------
+// Issue 25 items 1 and 2: hand-backs, and every fix round counts.
+// ---------------------------------------------------------------------------
+
+impl World {
+    /// A person (the pull request's author, `octocat`) replaces every label
+    /// with `label` through the API, as they would on GitHub.
+    fn person_relabels(&self, label: &str) {
+        let output = Command::new("curl")
+            .args(["-sf", "-X", "PUT", "-H"])
+            .arg(format!(
+                "Authorization: token {}",
+                self.sim.user("octocat").token
+            ))
+            .args(["-H", "Content-Type: application/json"])
+            .arg(format!(
+                "{}/repos/acme/widgets/issues/{}/labels",
+                self.sim.api_url(),
+                self.pull.number()
+            ))
+            .arg("-d")
+            .arg(json!({ "labels": [label] }).to_string())
+            .output()
+            .expect("curl runs");
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+
+    /// The bot's reviews (with its `review::` footer).
+    fn bot_reviews(&self) -> Vec<String> {
+        self.pull
+            .reviews()
+            .unwrap()
+            .into_iter()
+            .filter(|review| review.user == BOT && review.body.contains("review::"))
+            .map(|review| review.body)
+            .collect()
+    }
+
+    /// The bot's inline comments containing `needle`.
+    fn findings_containing(&self, needle: &str) -> usize {
+        self.pull
+            .review_comments()
+            .unwrap()
+            .into_iter()
+            .filter(|comment| comment.in_reply_to.is_none() && comment.body.contains(needle))
+            .count()
+    }
+
+    /// Runs a step, asserts its exit code, and returns its log and the
+    /// GitHub requests (and rate-limit points) it made.
+    async fn counted_step(&self, environment: &[(&str, &str)], code: i32) -> (String, u64, u64) {
+        let before = self.sim.counters();
+        let output = self.step_with(environment).await;
+        let after = self.sim.counters();
+        let log = stderr(&output);
+        assert_eq!(output.status.code(), Some(code), "{log}");
+        (
+            log,
+            after.requests - before.requests,
+            after.cost - before.cost,
+        )
+    }
+}
+
+const FIRST_FINDING: &str = "`five` returns 6: rename it.";
+const SECOND_FINDING: &str = "`line_6` is empty: document why.";
+
+fn leave(line: u32, message: &str) -> Turn {
+    Turn::tools([mcp(
+        "leave_inline_comment",
+        json!({"path": "src/lib.rs", "line": line, "message": message}),
+    )])
+}
+
+/// Issue 25 item 1: a person putting `bot-review-needed` back on a head the
+/// bot reviewed gets a new review of that head, which says it was asked for
+/// again and repeats no finding already posted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewed_head_handed_back_gets_a_new_review_that_repeats_no_finding() {
+    let mut world = World::new("bot-review-needed", "echo tests pass\n");
+    let script = Script::new([
+        // Review 1: one finding.
+        Turn::text("No architectural concerns."),
+        leave(5, FIRST_FINDING),
+        Turn::text("Detailed pass done."),
+        // Review 2, asked for again: the same finding and a new one.
+        Turn::text("No architectural concerns."),
+        Turn::tools([
+            mcp(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 5, "message": FIRST_FINDING}),
+            ),
+            mcp(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 6, "message": SECOND_FINDING}),
+            ),
+        ]),
+        Turn::text("Detailed pass done."),
+    ]);
+    if !world.start_model(script).await {
+        return;
+    }
+    let (log, first_requests, first_points) = world.counted_step(&[], 0).await;
+    assert_eq!(world.labels(), ["bot-changes-needed"], "{log}");
+    assert_eq!(world.bot_reviews().len(), 1);
+
+    world.person_relabels("bot-review-needed");
+    let (log, again_requests, again_points) = world.counted_step(&[], 0).await;
+    assert!(log.contains("reviewing it again"), "{log}");
+    assert!(!log.contains("nothing to do"), "{log}");
+    assert_eq!(world.labels(), ["bot-changes-needed"], "{log}");
+    let reviews = world.bot_reviews();
+    assert_eq!(reviews.len(), 2, "{reviews:?}");
+    assert!(reviews[1].contains("asked for again"), "{}", reviews[1]);
+    assert_eq!(world.findings_containing(FIRST_FINDING), 1, "repeated");
+    assert_eq!(world.findings_containing(SECOND_FINDING), 1);
+    assert_eq!(world.model().remaining_turns(), 0);
+    eprintln!(
+        "review: {first_requests} requests, {first_points} points; review asked for again: \
+         {again_requests} requests, {again_points} points"
+    );
+}
+
+/// Issue 25 item 1, the crash case: the review was posted but its label
+/// change never happened (GitHub refused it; a `kill -9` leaves the same
+/// state). The next step finishes that review — the label — and does not
+/// review the head again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_whose_label_change_failed_is_finished_not_reviewed_again() {
+    let mut world = World::new("bot-review-needed", "echo tests pass\n");
+    let script = Script::new([
+        Turn::text("No architectural concerns."),
+        leave(5, FIRST_FINDING),
+        Turn::text("Detailed pass done."),
+    ]);
+    if !world.start_model(script).await {
+        return;
+    }
+    world.sim.inject(
+        review_testkit::github::FaultRule::operation(
+            "issues/add-labels",
+            review_testkit::github::Fault::ServerError(400),
+        )
+        .times(1),
+    );
+    let (log, ..) = world.counted_step(&[], 1).await;
+    assert_eq!(world.bot_reviews().len(), 1, "{log}");
+    assert_eq!(world.labels(), ["bot-review-needed"], "{log}");
+
+    let asked = world.model().all_requests().len();
+    let (log, requests, points) = world.counted_step(&[], 0).await;
+    assert!(log.contains("finishing an unfinished review"), "{log}");
+    assert_eq!(world.bot_reviews().len(), 1, "reviewed again: {log}");
+    assert_eq!(world.findings_containing(FIRST_FINDING), 1);
+    assert_eq!(world.labels(), ["bot-changes-needed"], "{log}");
+    assert_eq!(
+        world.model().all_requests().len(),
+        asked,
+        "the agent ran again"
+    );
+    eprintln!("finishing the review: {requests} requests, {points} points");
+}
+
+/// The fix pass after a CI failure: read the comments, edit `old` into
+/// `new`, answer naming the CI comment.
+fn ci_fix_turns(old: &'static str, new: &'static str) -> Vec<Turn> {
+    let mut turns = vec![Turn::tool(
+        "mcp__review__github_get_pr_comments",
+        json!({ "include_replied": true }),
+    )];
+    turns.extend(edit_turns("src/lib.rs", old, new));
+    turns.push(Turn::decide(|request| {
+        let ci = listed_comment(request, "CI failed")
+            .expect(concat!("no listed comment contains ", "CI failed"));
+        answer(&[ci], "Fixed what the CI check wants.")
+    }));
+    turns
+}
+
+/// Issue 25 items 2 and 1: CI fails → fix → CI fails, with a limit of 2
+/// cycles, stops with one hand-over comment and `bot-human-intervention`
+/// (only fixes counted: the bot never reviewed). A person handing it back
+/// with `bot-changes-needed` then gets a fix: the count restarts there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ci_fail_fix_ci_fail_stops_at_the_limit_and_a_hand_back_gets_a_fix() {
+    let mut world = World::new("bot-ci-pending", "echo tests pass\n");
+    let mut turns = ci_fix_turns(CHANGED, FIXED);
+    turns.extend(ci_fix_turns(
+        "pub fn line_30() {}",
+        "pub fn line_30() -> u32 { 30 }",
+    ));
+    if !world.start_model(Script::new(turns)).await {
+        return;
+    }
+    let limit = [("REVIEW_BOT_REVIEW_MAX_CYCLES", "2")];
+    let mut figures = Vec::new();
+    world
+        .pull
+        .add_check_run("unit", "completed", Some("failure"))
+        .unwrap();
+    let (_, requests, points) = world.counted_step(&limit, 0).await;
+    figures.push(format!("CI failed: {requests} requests, {points} points"));
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+
+    let (log, requests, points) = world.counted_step(&limit, 0).await;
+    figures.push(format!("fix 1: {requests} requests, {points} points"));
+    assert!(log.contains("1 of 2 (0 reviews, 0 fixes)"), "{log}");
+    assert_eq!(world.labels(), ["bot-ci-pending"], "{log}");
+    let message = git(
+        &world.pull.repo().git_dir(),
+        &["log", "-1", "--format=%B", &world.pull.head_sha().unwrap()],
+    );
+    assert!(message.contains("\nReview-Bot-Fix: "), "{message}");
+
+    world
+        .pull
+        .add_check_run("unit", "completed", Some("failure"))
+        .unwrap();
+    world.counted_step(&limit, 0).await;
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+
+    // The second CI failure: cycle 2 of 2, no agent run.
+    let asked = world.model().all_requests().len();
+    let (log, requests, points) = world.counted_step(&limit, 0).await;
+    figures.push(format!("hand-over: {requests} requests, {points} points"));
+    assert!(
+        log.contains("2 of 2 (0 reviews, 1 fix): limit reached"),
+        "{log}"
+    );
+    assert_eq!(world.labels(), ["bot-human-intervention"], "{log}");
+    assert_eq!(world.model().all_requests().len(), asked, "the agent ran");
+    let hand_overs = |world: &World| {
+        world
+            .bot_comments()
+            .into_iter()
+            .filter(|body| body.contains("stops here"))
+            .collect::<Vec<_>>()
+    };
+    let stops = hand_overs(&world);
+    assert_eq!(stops.len(), 1, "{stops:?}");
+    assert!(stops[0].contains("1 fix pushed"), "{}", stops[0]);
+    // Nothing to do while a human has it.
+    let (log, ..) = world.counted_step(&limit, 0).await;
+    assert!(log.contains("nothing to do"), "{log}");
+
+    // A person hands it back with `bot-changes-needed`: a fix, counted from
+    // the hand-back.
+    let before = world.pull.head_sha().unwrap();
+    world.person_relabels("bot-changes-needed");
+    let (log, requests, points) = world.counted_step(&limit, 0).await;
+    figures.push(format!(
+        "fix after the hand-back: {requests} requests, {points} points"
+    ));
+    assert!(log.contains("since a person handed it back"), "{log}");
+    assert_eq!(world.labels(), ["bot-ci-pending"], "{log}");
+    assert_ne!(world.pull.head_sha().unwrap(), before);
+    assert!(world.head_file("src/lib.rs").contains("-> u32 { 30 }"));
+    assert_eq!(hand_overs(&world).len(), 1);
+    assert_eq!(world.model().remaining_turns(), 0);
+    for line in figures {
+        eprintln!("{line}");
+    }
+}

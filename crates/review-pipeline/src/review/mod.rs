@@ -2,8 +2,14 @@
 //! one pull request, once, exactly as the daemon will run it per poll.
 //!
 //! 1. Read the pull request; a head that already has a completed review in
-//!    the store is not reviewed again (unless forced); an unfinished run of
-//!    the same head is resumed under its review id.
+//!    the store is not reviewed again (unless forced) — except when the
+//!    request comes from the trigger label ([`ReviewRequest::from_label`]):
+//!    the completed review changed the label before it was recorded, so the
+//!    label back on the same head is a person's hand-back, and the head gets
+//!    a new review that says it was asked for again and repeats no finding
+//!    already posted. An unfinished run of the same head (the bot stopped
+//!    between posting and its label) is resumed under its review id and
+//!    finished, never reviewed again.
 //! 2. Snapshot what the agent may read (metadata, diff, threads with
 //!    replied-flags) into the run directory.
 //! 3. Check out the head (`checkout`), run the build + test gate
@@ -101,6 +107,10 @@ pub struct ReviewRequest {
     pub dry_run: bool,
     /// Review even a head that already has a completed review.
     pub force: bool,
+    /// The request comes from `bot-review-needed` on the pull request (`step`,
+    /// the daemon): a head with a completed review was handed back by a
+    /// person, and gets a new review (see the module documentation).
+    pub from_label: bool,
 }
 
 /// How a review went.
@@ -284,6 +294,9 @@ struct Job<'a> {
     /// What the agent passes are told about the build: a command that fails
     /// on the base branch too.
     build_note: Option<String>,
+    /// A person put `bot-review-needed` back on a head the bot had reviewed:
+    /// the body says this review was asked for again.
+    asked_again: bool,
 }
 
 impl Reviewer {
@@ -333,6 +346,7 @@ impl Reviewer {
 
         let mut review_id = ReviewId(Uuid::new_v4());
         let mut resumed = false;
+        let mut asked_again = false;
         if !request.dry_run {
             let runs = self
                 .store
@@ -343,29 +357,46 @@ impl Reviewer {
                 .iter()
                 .filter(|run| run.kind == JobKind::Review && run.head_sha == pull_request.head_sha);
             if !request.force {
-                let completed = same_head.clone().rev().find(|run| {
-                    run.outcome.as_deref().is_some_and(|outcome| {
+                // The latest run of this head that completed or is unfinished
+                // (failed, withdrawn and superseded runs are over and left
+                // nothing to finish).
+                let latest = same_head.rev().find(|run| {
+                    run.outcome.as_deref().is_none_or(|outcome| {
                         ReviewOutcome::COMPLETED
                             .iter()
                             .any(|completed| completed.as_str() == outcome)
                     })
                 });
-                if let Some(run) = completed {
-                    return Ok(ReviewReport::AlreadyReviewed {
-                        head_sha: pull_request.head_sha.clone(),
-                        outcome: run.outcome.clone().unwrap_or_default(),
-                    });
-                }
-                let unfinished = same_head.rev().find(|run| run.outcome.is_none());
-                if let Some(id) = unfinished
-                    .and_then(|run| run.review_id.as_deref())
-                    .and_then(|id| Uuid::parse_str(id).ok())
-                {
-                    review_id = ReviewId(id);
-                    resumed = true;
-                    progress.note(format!(
-                        "finishing an unfinished review of this head (review {review_id})"
-                    ));
+                match latest {
+                    Some(run) if run.outcome.is_some() && !request.from_label => {
+                        return Ok(ReviewReport::AlreadyReviewed {
+                            head_sha: pull_request.head_sha.clone(),
+                            outcome: run.outcome.clone().unwrap_or_default(),
+                        });
+                    }
+                    Some(run) if run.outcome.is_some() => {
+                        progress.note(format!(
+                            "{} already has a completed review ({}) and `bot-review-needed` was \
+                             put back: reviewing it again",
+                            short_sha(&pull_request.head_sha),
+                            run.outcome.as_deref().unwrap_or_default()
+                        ));
+                        asked_again = true;
+                    }
+                    Some(run) => {
+                        if let Some(id) = run
+                            .review_id
+                            .as_deref()
+                            .and_then(|id| Uuid::parse_str(id).ok())
+                        {
+                            review_id = ReviewId(id);
+                            resumed = true;
+                            progress.note(format!(
+                                "finishing an unfinished review of this head (review {review_id})"
+                            ));
+                        }
+                    }
+                    None => {}
                 }
             }
         }
@@ -385,6 +416,7 @@ impl Reviewer {
             review_id,
             posting: false,
             build_note: None,
+            asked_again,
         };
         job.run().await
     }
@@ -658,6 +690,13 @@ impl Job<'_> {
             Err(plan) => return Ok(plan),
         };
         notes.extend(not_reviewed_notes(snapshot, diff));
+        if self.asked_again {
+            notes.push(format!(
+                "_This review was asked for again: `bot-review-needed` was put back on {}, which \
+                 the bot had already reviewed. Findings posted before are not repeated._",
+                review_core::payload::inline_code(short_sha(&self.pull_request.head_sha))
+            ));
+        }
         let passes = self.passes(worktree, snapshot, snapshot_path, diff).await?;
         self.compose(snapshot, diff, &passes, notes).await
     }

@@ -3,9 +3,11 @@
 //! tests the fix, commits and pushes it as its own identity, answers the
 //! threads, and hands the pull request to CI (`bot-ci-pending`).
 //!
-//! 1. **Cycle limit.** The distinct `review::` ids in the bot's own reviews
-//!    and comments are the review cycles so far; at `review.max_cycles` a
-//!    comment says so and the label becomes `bot-human-intervention`.
+//! 1. **Cycle limit.** The bot's reviews and its fix commits on the pull
+//!    request are the cycles so far ([`cycles`]: every fix counts, whatever
+//!    CI said); at `review.max_cycles` the label becomes
+//!    `bot-human-intervention` and one comment says so. A person handing it
+//!    back restarts the count.
 //! 2. **Fork.** A pull request whose head lives in another repository (a
 //!    fork, or a deleted one) cannot be pushed to with the bot's credential
 //!    (an installation token or PAT scoped to the base repository): a
@@ -44,6 +46,7 @@
 //! failed.
 
 pub mod agent;
+pub mod cycles;
 pub mod gitops;
 mod pushed;
 
@@ -81,7 +84,8 @@ const WRITE_NAMESPACE: Uuid = Uuid::from_u128(0x2b7e_4c11_90d3_4a8e_b6f2_1c5d_8e
 /// The write flow's settings (from `[review]` and `[git]`).
 #[derive(Debug, Clone)]
 pub struct WriteSettings {
-    /// `review.max_cycles`: reviews after which a human takes over.
+    /// `review.max_cycles`: the cycle (review or CI failure, and its fix) at
+    /// which a human takes over ([`cycles`]).
     pub max_cycles: u32,
     /// `git.author_name`: the bot's commit identity.
     pub author_name: String,
@@ -105,8 +109,12 @@ pub struct WriteRequest {
 pub enum WriteOutcome {
     /// The cycle limit was reached: `bot-human-intervention`.
     CycleLimitReached {
-        /// Reviews so far.
+        /// The cycles found ([`cycles::Cycles::current`]).
         cycles: usize,
+        /// The bot's reviews among them.
+        reviews: usize,
+        /// The bot's fix commits among them.
+        fixes: usize,
     },
     /// The head is in a fork the bot cannot push to: `bot-human-intervention`.
     Fork {
@@ -173,8 +181,12 @@ impl WriteSummary {
     /// The one line `review-bot step` prints last.
     pub fn summary_line(&self, wall: Duration) -> String {
         let outcome = match &self.outcome {
-            Some(WriteOutcome::CycleLimitReached { cycles }) => {
-                format!("cycle limit reached ({cycles} reviews)")
+            Some(WriteOutcome::CycleLimitReached {
+                cycles,
+                reviews,
+                fixes,
+            }) => {
+                format!("cycle limit reached ({cycles} cycles: {reviews} reviews, {fixes} fixes)")
             }
             Some(WriteOutcome::Fork { head_repository }) => format!(
                 "fork {} cannot be pushed to",
@@ -385,8 +397,9 @@ impl Job<'_> {
             github.list_reviews(repository, number),
             github.list_review_comments(repository, number),
             github.list_issue_comments(repository, number),
+            github.list_pull_request_commits(repository, number),
         );
-        let (reviews, review_comments, issue_comments) = match lists {
+        let (reviews, review_comments, issue_comments, commits) = match lists {
             Ok(lists) => lists,
             Err(error) => {
                 step.failed(error.to_string());
@@ -404,17 +417,44 @@ impl Job<'_> {
         let max = self.request.settings.max_cycles as usize;
         if bot_login.is_none() {
             self.progress.note(
-                "github.bot_login is not set: the bot's reviews cannot be told apart, so the cycle \
-                 limit is not enforced",
+                "github.bot_login is not set: the bot's reviews cannot be told apart, so only its \
+                 fix commits count toward the cycle limit",
             );
         }
-        if bot.cycles >= max {
-            step.done(format!("{} of {max}: limit reached", bot.cycles));
+        let found = cycles::count(
+            bot_login.as_deref(),
+            &reviews,
+            &review_comments,
+            &issue_comments,
+            &commits,
+        );
+        let current = found.current();
+        let detail = format!(
+            "{current} of {max} ({} review{}, {} fix{}{})",
+            found.reviews,
+            if found.reviews == 1 { "" } else { "s" },
+            found.fixes,
+            if found.fixes == 1 { "" } else { "es" },
+            if found.handed_back_after.is_some() {
+                " since a person handed it back"
+            } else {
+                ""
+            }
+        );
+        if current >= max {
+            step.done(format!("{detail}: limit reached"));
             return self
-                .hand_to_human(&bot, WriteOutcome::CycleLimitReached { cycles: bot.cycles })
+                .hand_to_human(
+                    &bot,
+                    WriteOutcome::CycleLimitReached {
+                        cycles: current,
+                        reviews: found.reviews,
+                        fixes: found.fixes,
+                    },
+                )
                 .await;
         }
-        step.done(format!("{} of {max}", bot.cycles));
+        step.done(detail);
 
         let pull = &self.request.pull_request;
         let fork = pull.head_repository.is_none()
@@ -489,21 +529,31 @@ impl Job<'_> {
         let repository = &self.request.repository;
         let number = self.number();
         let (key, text) = match &outcome {
-            WriteOutcome::CycleLimitReached { cycles } => (
+            WriteOutcome::CycleLimitReached {
+                cycles,
+                reviews,
+                fixes,
+            } => (
+                // One per head: a rerun on the same head (its label change
+                // failed) finds it; a later limit after more fixes is another.
                 format!(
                     "cycle-limit:{repository}#{number}:{}",
-                    self.latest_review
-                        .map(|id| id.to_string())
-                        .unwrap_or_default()
+                    self.request.pull_request.head_sha
                 ),
                 format!(
                     "### ✋ review-bot stops here: {cycles} review cycles\n\n\
-                     The bot has reviewed this pull request {cycles} times (the limit is {}, \
-                     `review.max_cycles`) and will not fix it again on its own, so the loop \
-                     cannot go on forever. A person should look at the open threads. To hand it \
-                     back to the bot, replace `bot-human-intervention` with `bot-review-needed` \
-                     (or raise the limit).",
-                    self.request.settings.max_cycles
+                     The bot has been round the review → fix loop on this pull request {cycles} \
+                     times ({reviews} review{}, {fixes} fix{} pushed; a fix after a CI failure \
+                     counts as a cycle of its own) and the limit is {} (`review.max_cycles`), so \
+                     it will not fix it again on its own: the loop cannot go on forever. A person \
+                     should look at the open threads and the CI results. To hand it back to the \
+                     bot, replace `bot-human-intervention` with `bot-review-needed` (a new \
+                     review) or `bot-changes-needed` (a fix of what is open); the count then \
+                     starts again from that hand-back.\n\n{}",
+                    if *reviews == 1 { "" } else { "s" },
+                    if *fixes == 1 { "" } else { "es" },
+                    self.request.settings.max_cycles,
+                    cycles::CYCLE_LIMIT_MARKER,
                 ),
             ),
             WriteOutcome::Fork { head_repository } => (
@@ -528,8 +578,15 @@ impl Job<'_> {
             _ => unreachable!("only the cycle limit and forks go to a human here"),
         };
         // Both hand the pull request to a human: `bot-human-intervention`.
-        let label_outcome = Outcome::CycleLimitReached;
+        // At the cycle limit the label comes first: the marked comment then
+        // proves the label was set, so a trigger label found after it is a
+        // person's hand-back ([`cycles`]). A fork's comment comes first: a
+        // rerun after a failed label change finds it by its thread id.
+        let label_first = matches!(outcome, WriteOutcome::CycleLimitReached { .. });
         self.summary.outcome = Some(outcome);
+        if label_first {
+            self.set_human_label().await?;
+        }
         let thread = ThreadId(Uuid::new_v5(&WRITE_NAMESPACE, key.as_bytes()));
         let step = self.progress.step("comment");
         let result = async {
@@ -559,19 +616,29 @@ impl Job<'_> {
                 return Err(self.fail(error.into(), None).await);
             }
         }
+        if !label_first {
+            self.set_human_label().await?;
+        }
+        Ok(self.summary.clone())
+    }
+
+    /// Labels the pull request `bot-human-intervention`.
+    async fn set_human_label(&mut self) -> Result<(), WriteFailure> {
         match set_outcome_label(
             &self.reviewer.github,
-            repository,
+            &self.request.repository,
             &self.request.pull_request,
-            label_outcome,
+            Outcome::CycleLimitReached,
             self.progress,
         )
         .await
         {
-            Ok(label) => self.summary.label = label,
-            Err(error) => return Err(self.fail(error.into(), None).await),
+            Ok(label) => {
+                self.summary.label = label;
+                Ok(())
+            }
+            Err(error) => Err(self.fail(error.into(), None).await),
         }
-        Ok(self.summary.clone())
     }
 
     /// Steps 3–7.
@@ -1006,8 +1073,11 @@ impl Job<'_> {
             parent.clone()
         } else {
             let message = self.run_directory.join("commit-message.txt");
-            write_private(&message, &commit_message(&fix.report.summary))
-                .map_err(|error| WriteError::Prepare(error.to_string()))?;
+            write_private(
+                &message,
+                &commit_message(&fix.report.summary, self.run_uuid),
+            )
+            .map_err(|error| WriteError::Prepare(error.to_string()))?;
             git.commit(&tree, &[&parent], &message).await?
         };
         step.done(short_sha(&commit).to_owned());
@@ -1344,16 +1414,17 @@ impl Job<'_> {
 
 /// The fix commit's message: a subject, then the agent's summary (plain
 /// text, bounded).
-fn commit_message(summary: &str) -> String {
+fn commit_message(summary: &str, run: Uuid) -> String {
     let cleaned: String = summary
         .chars()
         .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
         .take(4_000)
         .collect();
     let cleaned = cleaned.trim();
+    let trailer = format!("{}: {run}", cycles::FIX_TRAILER);
     if cleaned.is_empty() {
-        "Address review comments\n".to_owned()
+        format!("Address review comments\n\n{trailer}\n")
     } else {
-        format!("Address review comments\n\n{cleaned}\n")
+        format!("Address review comments\n\n{cleaned}\n\n{trailer}\n")
     }
 }
