@@ -68,7 +68,7 @@ pub async fn publish(
     existing: Option<u64>,
     latest_review: Option<ReviewId>,
     text: &str,
-) -> Result<String, GitHubError> {
+) -> Result<IssueComment, GitHubError> {
     let thread = thread_id(repository, number);
     let body = with_footer(text, &Footer::after_review(latest_review, thread).render());
     match existing {
@@ -76,7 +76,7 @@ pub async fn publish(
             .update_issue_comment(repository, comment_id, &body)
             .await
         {
-            Ok(comment) => Ok(comment.html_url),
+            Ok(comment) => Ok(comment),
             // Deleted by a person meanwhile: start a new one.
             Err(GitHubError::NotFound { .. }) => {
                 tracing::info!(comment_id, "the status comment is gone; posting a new one");
@@ -94,25 +94,56 @@ async fn post(
     number: u64,
     body: &str,
     thread: ThreadId,
-) -> Result<String, GitHubError> {
+) -> Result<IssueComment, GitHubError> {
     Ok(github
         .create_issue_comment(repository, number, body, Some(thread))
         .await?
-        .item
-        .html_url)
+        .item)
 }
 
-/// The first line of a status: which attempt on which head.
-pub fn attempt_line(attempt: Option<u32>, head_sha: &str) -> String {
-    let head: String = head_sha.chars().take(12).collect();
-    let head = review_core::payload::inline_code(&head);
-    match attempt {
-        Some(attempt) => format!(
-            "**Attempt {attempt}** on {head} (at most `agent.max_attempts` attempts per commit \
-             when the bot runs as a service; then a person takes over)."
-        ),
-        None => format!("**Attempt** on {head}."),
+/// The attempt line of a status: which attempt on which head. The count is
+/// read back from the bot's own status comment by [`next_attempt`], so it
+/// holds across `step`s, restarts and replicas.
+pub fn attempt_line(attempt: u32, head_sha: &str) -> String {
+    format!(
+        "**Attempt {attempt}** on {} (the bot runs at most `agent.max_attempts` attempts on one \
+         commit as a service; then a person takes over).",
+        review_core::payload::inline_code(&short_head(head_sha))
+    )
+}
+
+/// `text` (a heading paragraph, then the rest) with the attempt line after
+/// its heading.
+pub fn with_attempt_line(text: &str, attempt: u32, head_sha: &str) -> String {
+    let line = attempt_line(attempt, head_sha);
+    match text.split_once("\n\n") {
+        Some((heading, rest)) => format!("{heading}\n\n{line}\n\n{rest}"),
+        None => format!("{text}\n\n{line}"),
     }
+}
+
+/// The attempt a new failure on `head_sha` is: one more than the status
+/// comment `previous` (the bot's own, from [`find`]) counted on the same
+/// head, else the first.
+pub fn next_attempt(previous: Option<&str>, head_sha: &str) -> u32 {
+    let marker = format!(
+        "** on {}",
+        review_core::payload::inline_code(&short_head(head_sha))
+    );
+    previous
+        .and_then(|body| {
+            body.lines().find_map(|line| {
+                let (count, rest) = line.strip_prefix("**Attempt ")?.split_once("**")?;
+                rest.starts_with(&marker[2..])
+                    .then(|| count.parse::<u32>().ok())
+                    .flatten()
+            })
+        })
+        .map_or(1, |count| count.saturating_add(1))
+}
+
+fn short_head(head_sha: &str) -> String {
+    head_sha.chars().take(12).collect()
 }
 
 #[cfg(test)]
@@ -156,5 +187,23 @@ mod tests {
         );
         assert_eq!(find(&comments, Some("mallory-bot"), thread), None);
         assert_eq!(find(&comments, None, thread), None);
+    }
+
+    #[test]
+    fn the_attempt_count_is_read_back_from_the_status_on_the_same_head() {
+        let head = "0123456789abcdef0123456789abcdef01234567";
+        let other = "fedcba9876543210fedcba9876543210fedcba98";
+        assert_eq!(next_attempt(None, head), 1);
+        let first = format!("### ⚠️ failed\n\n{}\n\nmore", attempt_line(1, head));
+        assert_eq!(next_attempt(Some(&first), head), 2);
+        let third = format!("### x\n\n{}", attempt_line(3, head));
+        assert_eq!(next_attempt(Some(&third), head), 4);
+        // Another head starts again; garbage is no count.
+        assert_eq!(next_attempt(Some(&third), other), 1);
+        assert_eq!(
+            next_attempt(Some("**Attempt ∞** on `0123456789ab`"), head),
+            1
+        );
+        assert_eq!(next_attempt(Some("**Attempt"), head), 1);
     }
 }

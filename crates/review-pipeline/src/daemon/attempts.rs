@@ -8,7 +8,8 @@
 //! ([`AttemptPolicy::backoff`]), and the failure that reaches
 //! `agent.max_attempts` hands the pull request to a human — one comment
 //! saying what failed and how to hand it back, and the label
-//! `bot-human-intervention`. A new commit is a new head, so it starts again
+//! `bot-human-intervention` (the pull request's status comment, `status`,
+//! then says the bot stopped). A new commit is a new head, so it starts again
 //! from nothing; a person putting a trigger label back on the same head after
 //! the hand-over asks for a fresh try, and gets one.
 //!

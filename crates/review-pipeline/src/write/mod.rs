@@ -309,9 +309,10 @@ struct Job<'a> {
     run_directory: PathBuf,
     summary: WriteSummary,
     latest_review: Option<ReviewId>,
-    /// The bot's status comment on the pull request (`status`), when it has
-    /// one: failures update it instead of adding a comment each.
-    status_comment: Option<u64>,
+    /// The bot's status comment on the pull request (`status`) as the job
+    /// read it, id and body, when it has one: failures update it instead of
+    /// adding a comment each, and its attempt count goes on.
+    status_comment: Option<(u64, String)>,
 }
 
 impl Reviewer {
@@ -423,7 +424,7 @@ impl Job<'_> {
             bot_login.as_deref(),
             crate::status::thread_id(repository, number),
         )
-        .map(|comment| comment.id);
+        .map(|comment| (comment.id, comment.body.clone()));
         let max = self.request.settings.max_cycles as usize;
         if bot_login.is_none() {
             self.progress.note(
@@ -1252,37 +1253,21 @@ impl Job<'_> {
     /// heading: an edit of the bot's status comment when there is one, else
     /// a new one. Returns its page.
     async fn publish_status(&mut self, text: &str) -> Result<String, GitHubError> {
-        // This head's failures so far, from the store (the attempt gate's
-        // record); unknown when the store cannot say.
-        let repository = self.request.repository.to_string();
-        let key = review_store::JobKey {
-            repository: &repository,
-            pull_request: self.number(),
-            kind: JobKind::Write,
-            head_sha: &self.request.pull_request.head_sha,
-        };
-        let attempt = match self.reviewer.store.job_attempts(&key).await {
-            Ok(attempts) => Some(attempts.map_or(0, |attempts| attempts.failures) + 1),
-            Err(error) => {
-                tracing::warn!(%error, "could not read this head's earlier attempts");
-                None
-            }
-        };
-        let attempt_line =
-            crate::status::attempt_line(attempt, &self.request.pull_request.head_sha);
-        let text = match text.split_once("\n\n") {
-            Some((heading, rest)) => format!("{heading}\n\n{attempt_line}\n\n{rest}"),
-            None => format!("{text}\n\n{attempt_line}"),
-        };
-        let url = crate::status::publish(
+        let previous = self.status_comment.as_ref().map(|(_, body)| body.as_str());
+        let attempt = crate::status::next_attempt(previous, &self.request.pull_request.head_sha);
+        let text =
+            crate::status::with_attempt_line(text, attempt, &self.request.pull_request.head_sha);
+        let comment = crate::status::publish(
             &self.reviewer.github,
             &self.request.repository,
             self.number(),
-            self.status_comment,
+            self.status_comment.as_ref().map(|(id, _)| *id),
             self.latest_review,
             &text,
         )
         .await?;
+        let url = comment.html_url.clone();
+        self.status_comment = Some((comment.id, comment.body));
         Ok(url)
     }
 
