@@ -3,6 +3,9 @@
 //!
 //! The developer's token is used; replies are posted at once and recorded in
 //! the local store, so `github_get_pr_comments` stops listing them (seed 002).
+//! Each reply carries a `thread::` id, so a retry finds it on GitHub instead
+//! of posting it twice; a reply GitHub accepted is reported as posted even
+//! when the store then fails (with a warning).
 //! The comment tools still append to `COMMENTS_FILE` (checked against the
 //! live diff): a stream of single-comment reviews would notify the author once
 //! per comment, which is exactly what review-bot avoids.
@@ -11,11 +14,18 @@ use std::collections::HashSet;
 
 use review_core::agent_requests::ReplyTarget;
 use review_core::diff::PullRequestDiff as DiffModel;
+use review_core::footer::{self, Footer, ThreadId};
+use review_core::payload::with_footer;
 use review_core::snapshot::{CommentLookup, PullRequestSnapshot};
 use review_github::{GitHubClient, GitHubError, PullRequest, PullRequestDiff, RepositoryName};
 use review_store::{CommentId, Store, StoreError};
+use uuid::Uuid;
 
 use crate::github_snapshot::{GitHubPullRequest, snapshot_from_github};
+
+/// The live replies' `thread::` ids: one per pull request, comment and
+/// conversation state answered.
+const LIVE_REPLY_NAMESPACE: Uuid = Uuid::from_u128(0x3c91_7e0a_d25b_4a86_9f14_b07e_61c2_d8a3);
 
 /// The most characters of an issue comment quoted in a reply to it.
 const QUOTE_CHARS: usize = 300;
@@ -37,6 +47,24 @@ pub struct LiveSource {
     /// The login the bot posts as, whose comments carry `thread::` ids; `None`
     /// trusts no comment's `thread::` id (numeric ids still work).
     bot_login: Option<String>,
+    /// The login this session posts as (the token's user, `GET /user`), whose
+    /// replies carrying a `thread::` id are found again instead of posted
+    /// twice; `None` when GitHub would not say (then every post is new).
+    poster_login: Option<String>,
+}
+
+/// What [`LiveSource::post_reply`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostedReply {
+    /// The reply's page.
+    pub url: String,
+    /// The reply was already on GitHub (an earlier call posted it; found by
+    /// its `thread::` id): nothing was posted now.
+    pub already_there: bool,
+    /// The reply is on GitHub but the store could not record it: why. The
+    /// reply is not lost and must not be posted again; the comment may be
+    /// listed as unanswered until the store works again.
+    pub store_warning: Option<String>,
 }
 
 impl std::fmt::Debug for LiveSource {
@@ -79,6 +107,17 @@ impl LiveSource {
             }
         }
         .map_err(|error| error.to_string());
+        let poster_login = match github.authenticated_user_login().await {
+            Ok(login) => Some(login),
+            Err(error) => {
+                tracing::warn!(
+                    %error,
+                    "could not read whose token this is (GET /user); a reply retried after an \
+                     error may be posted twice"
+                );
+                None
+            }
+        };
         Ok(Self {
             github,
             store,
@@ -87,6 +126,7 @@ impl LiveSource {
             diff,
             model,
             bot_login,
+            poster_login,
         })
     }
 
@@ -127,47 +167,180 @@ impl LiveSource {
 
     /// Posts a reply and records it in the store. A reply to an issue comment
     /// is a new conversation comment quoting and linking the original (GitHub
-    /// threads replies only under review comments). Returns the reply's URL.
+    /// threads replies only under review comments).
+    ///
+    /// Every reply carries a `thread::` id made from the conversation it
+    /// answers (the comment, and the newest comment in its thread written by
+    /// someone else), so a retry — after an error, in a new session — finds
+    /// the reply already posted by this token's user and posts nothing. Once
+    /// GitHub has the reply, it is reported as posted: a store failure after
+    /// that is a warning ([`PostedReply::store_warning`]), never an error that
+    /// invites posting again.
     pub async fn post_reply(
         &self,
         snapshot: &PullRequestSnapshot,
         comment_id: u64,
         target: ReplyTarget,
         message: &str,
-    ) -> Result<String, LiveError> {
+    ) -> Result<PostedReply, LiveError> {
         let number = self.pull_request.number;
         let repository = self.repository.to_string();
-        let url = match target {
+        let thread = self.reply_thread_id(snapshot, comment_id, target);
+        let footer = Footer {
+            review: None,
+            thread: Some(thread),
+        }
+        .render();
+        let message = footer::defuse(message.trim());
+        let (found, url, own_comment) = match target {
             ReplyTarget::ReviewComment => {
-                self.github
-                    .reply_to_review_comment(&self.repository, number, comment_id, message, None)
-                    .await?
-                    .item
-                    .html_url
+                let existing = match &self.poster_login {
+                    Some(poster) => self
+                        .github
+                        .list_review_comments(&self.repository, number)
+                        .await?
+                        .into_iter()
+                        .find(|comment| {
+                            comment.in_reply_to == Some(comment_id)
+                                && self.is_own(
+                                    poster,
+                                    comment.author_login.as_deref(),
+                                    &comment.body,
+                                    thread,
+                                )
+                        })
+                        .map(|comment| comment.html_url),
+                    None => None,
+                };
+                match existing {
+                    Some(url) => (true, url, None),
+                    None => {
+                        let body = with_footer(&message, &footer);
+                        let url = self
+                            .github
+                            .reply_to_review_comment(
+                                &self.repository,
+                                number,
+                                comment_id,
+                                &body,
+                                Some(thread),
+                            )
+                            .await?
+                            .item
+                            .html_url;
+                        (false, url, None)
+                    }
+                }
             }
             ReplyTarget::IssueComment => {
-                let body = match snapshot.find_comment(comment_id) {
-                    Some(CommentLookup::Issue(original)) => {
-                        quote_reply(&original.user, &original.body, message)
-                    }
-                    _ => message.to_owned(),
+                let existing = match &self.poster_login {
+                    Some(poster) => self
+                        .github
+                        .list_issue_comments(&self.repository, number)
+                        .await?
+                        .into_iter()
+                        .find(|comment| {
+                            self.is_own(
+                                poster,
+                                comment.author_login.as_deref(),
+                                &comment.body,
+                                thread,
+                            )
+                        }),
+                    None => None,
                 };
-                let posted = self
-                    .github
-                    .create_issue_comment(&self.repository, number, &body, None)
-                    .await?
-                    .item;
-                // The reply is itself a conversation comment; it needs no answer.
-                self.store
-                    .mark_comment_replied(CommentId(posted.id), number, &repository)
-                    .await?;
-                posted.html_url
+                match existing {
+                    Some(comment) => (true, comment.html_url, Some(comment.id)),
+                    None => {
+                        let content = match snapshot.find_comment(comment_id) {
+                            Some(CommentLookup::Issue(original)) => quote_reply(
+                                &original.user,
+                                &footer::defuse(&original.body),
+                                &message,
+                            ),
+                            _ => message.clone().into_owned(),
+                        };
+                        let body = with_footer(&content, &footer);
+                        let posted = self
+                            .github
+                            .create_issue_comment(&self.repository, number, &body, Some(thread))
+                            .await?
+                            .item;
+                        (false, posted.html_url, Some(posted.id))
+                    }
+                }
             }
         };
-        self.store
+        // On GitHub now: whatever the store does, this is a posted reply.
+        let mut recorded = self
+            .store
             .mark_comment_replied(CommentId(comment_id), number, &repository)
-            .await?;
-        Ok(url)
+            .await;
+        if recorded.is_ok()
+            && let Some(own_comment) = own_comment
+        {
+            // The reply is itself a conversation comment; it needs no answer.
+            recorded = self
+                .store
+                .mark_comment_replied(CommentId(own_comment), number, &repository)
+                .await;
+        }
+        let store_warning = recorded.err().map(|error| {
+            tracing::warn!(%error, comment_id, "the reply was posted but the store could not record it");
+            error.to_string()
+        });
+        Ok(PostedReply {
+            url,
+            already_there: found,
+            store_warning,
+        })
+    }
+
+    /// Whether a comment is this session's reply with `thread`: written by
+    /// the token's user, with `thread` in its own footer (a quoted copy does
+    /// not count).
+    fn is_own(&self, poster: &str, author: Option<&str>, body: &str, thread: ThreadId) -> bool {
+        author.is_some_and(|author| author.eq_ignore_ascii_case(poster))
+            && footer::own_footer(body).thread == Some(thread)
+    }
+
+    /// The `thread::` id of a reply to `comment_id`: the pull request, the
+    /// comment, and — in a review thread — the newest comment written by
+    /// someone other than this token's user and the bot. A retry of the
+    /// same answer gets the same id; a reviewer's follow-up is a new
+    /// conversation state and gets a new one (so it can be answered).
+    fn reply_thread_id(
+        &self,
+        snapshot: &PullRequestSnapshot,
+        comment_id: u64,
+        target: ReplyTarget,
+    ) -> ThreadId {
+        let answered = match (target, snapshot.find_comment(comment_id)) {
+            (ReplyTarget::ReviewComment, Some(CommentLookup::ThreadRoot(thread))) => thread
+                .comments
+                .iter()
+                .filter(|comment| {
+                    let ours = |login: &Option<String>| {
+                        login
+                            .as_deref()
+                            .is_some_and(|login| comment.user.eq_ignore_ascii_case(login))
+                    };
+                    !ours(&self.poster_login) && !ours(&self.bot_login)
+                })
+                .map(|comment| comment.id)
+                .max()
+                .unwrap_or(comment_id),
+            _ => comment_id,
+        };
+        ThreadId(Uuid::new_v5(
+            &LIVE_REPLY_NAMESPACE,
+            format!(
+                "{}#{}:{comment_id}:{answered}",
+                self.repository.to_string().to_ascii_lowercase(),
+                self.pull_request.number
+            )
+            .as_bytes(),
+        ))
     }
 }
 

@@ -304,9 +304,27 @@ impl ReviewServer {
                 .post_reply(&snapshot, comment_id, target, &arguments.message)
                 .await
             {
-                Ok(url) => CallToolResult::success(vec![ContentBlock::text(format!(
-                    "Posted the reply to comment {comment_id}: {url}"
-                ))]),
+                Ok(posted) => {
+                    let mut text = if posted.already_there {
+                        format!(
+                            "The reply to comment {comment_id} was already posted (found by its \
+                             thread:: id); nothing was posted again: {}",
+                            posted.url
+                        )
+                    } else {
+                        format!("Posted the reply to comment {comment_id}: {}", posted.url)
+                    };
+                    if let Some(warning) = &posted.store_warning {
+                        let _ = write!(
+                            text,
+                            "\n\nWarning: the reply is on GitHub, but the local store could not \
+                             record it ({warning}); the comment may still be listed as \
+                             unanswered. Do not post it again: a retry finds this reply by its \
+                             thread:: id and posts nothing."
+                        );
+                    }
+                    CallToolResult::success(vec![ContentBlock::text(text)])
+                }
                 Err(error) => {
                     self.release_reply(target, comment_id);
                     tracing::error!(pull_request = %live.describe(), "posting a reply failed: {error}");

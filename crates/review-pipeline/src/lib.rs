@@ -25,6 +25,7 @@ pub mod local;
 pub mod progress;
 pub mod review;
 pub mod step;
+pub mod status;
 pub mod write;
 
 pub use checkout::{CheckoutError, CheckoutRequest, CheckoutSettings, Checkouts, Worktree};

@@ -18,13 +18,17 @@
 //! - job attempts, for backing off from a failing job and handing it to a human
 //!   ([`Store::record_job_failure`], [`Store::job_attempts`], …);
 //! - base-branch builds, so the build gate runs a base commit's commands once
-//!   ([`Store::base_build`], [`Store::record_base_build`]).
+//!   ([`Store::base_build`], [`Store::record_base_build`]);
+//! - job plans, what a review or a pushed fix has left to write, so a job
+//!   killed part-way is finished anywhere without a second agent run, push or
+//!   reply ([`Store::save_job_plan`], [`Store::job_plan`], [`Store::remove_job_plan`]).
 
 mod attempts;
 mod base_builds;
 mod dialect;
 mod error;
 mod fingerprints;
+mod job_plans;
 mod leases;
 mod location;
 mod migrations;
@@ -43,6 +47,7 @@ pub use attempts::{JobAttempts, JobKey};
 pub use base_builds::{BaseBuild, BaseBuildKey};
 pub use error::StoreError;
 pub use fingerprints::{Fingerprint, InlineComment};
+pub use job_plans::JobPlanKey;
 pub use leases::Lease;
 pub use location::{DatabaseLocation, default_database_url, sqlite_url};
 pub use migrations::SCHEMA_VERSION;

@@ -47,6 +47,11 @@ pub(crate) const SQLITE: &[EmbeddedMigration] = &[
         description: "base_builds",
         sql: include_str!("../migrations/sqlite/0004_base_builds.sql"),
     },
+    EmbeddedMigration {
+        version: 5,
+        description: "job_plans",
+        sql: include_str!("../migrations/sqlite/0005_job_plans.sql"),
+    },
 ];
 
 /// PostgreSQL's migrations, oldest first.
@@ -71,10 +76,15 @@ pub(crate) const POSTGRES: &[EmbeddedMigration] = &[
         description: "base_builds",
         sql: include_str!("../migrations/postgres/0004_base_builds.sql"),
     },
+    EmbeddedMigration {
+        version: 5,
+        description: "job_plans",
+        sql: include_str!("../migrations/postgres/0005_job_plans.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The table sqlx's migrator records applied migrations in.
 pub(crate) const MIGRATIONS_TABLE: &str = "_sqlx_migrations";

@@ -1246,3 +1246,168 @@ async fn healthz_reports_an_unreachable_store_and_a_revoked_token_and_the_daemon
         None => assert!(active_leases(&world.sqlite_url()).await.is_empty()),
     }
 }
+
+// ---------------------------------------------------------------------------
+// Replicas in separate PID namespaces (issue 25, item 7's verification).
+// ---------------------------------------------------------------------------
+
+/// How to start a process in a PID namespace of its own on this machine:
+/// `unshare --pid --fork --mount-proc` as root, with `--user
+/// --map-root-user` otherwise. `None` (after saying why) when the machine
+/// cannot create one; as root (CI) it must.
+fn pid_namespace_prefix() -> Option<Vec<&'static str>> {
+    let candidates: [&[&'static str]; 2] = [
+        &["unshare", "--pid", "--fork", "--mount-proc"],
+        &[
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+        ],
+    ];
+    let own = std::fs::read_link("/proc/self/ns/pid").ok();
+    for candidate in candidates {
+        let probe = Command::new(candidate[0])
+            .args(&candidate[1..])
+            .args(["readlink", "/proc/self/ns/pid"])
+            .stdin(Stdio::null())
+            .output();
+        if let Ok(output) = probe
+            && output.status.success()
+        {
+            let inside = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+            if own
+                .as_ref()
+                .is_some_and(|own| own.to_string_lossy() != inside)
+            {
+                return Some(candidate.to_vec());
+            }
+        }
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).trim() == "0");
+    assert!(
+        !root && !review_store::testing::all_dependencies_required(),
+        "this machine cannot start a process in a PID namespace of its own \
+         (`unshare --pid --fork --mount-proc` failed), but the run requires it"
+    );
+    eprintln!(
+        "note: not testing replicas in separate PID namespaces: this machine cannot create \
+         one (`unshare --pid --fork --mount-proc` failed; run as root or allow unprivileged \
+         user namespaces)"
+    );
+    None
+}
+
+/// `command` run through `prefix` (same arguments, environment and directory).
+fn wrapped(prefix: &[&str], command: &Command) -> Command {
+    let mut wrapped = Command::new(prefix[0]);
+    wrapped
+        .args(&prefix[1..])
+        .arg(command.get_program())
+        .args(command.get_args())
+        .env_clear();
+    for (name, value) in command.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(name, value);
+        }
+    }
+    if let Some(directory) = command.get_current_dir() {
+        wrapped.current_dir(directory);
+    }
+    wrapped
+}
+
+/// Two daemons on one PostgreSQL store, on the same host (same host name and
+/// boot), one of them in a PID namespace of its own — containers with the
+/// host's network, Kubernetes `hostNetwork` — both watching the same
+/// repository: each pull request gets exactly one review, and neither takes
+/// the other's live lease for a lease "of a process that is gone".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_in_separate_pid_namespaces_never_take_each_others_live_leases() {
+    let Some(world) = World::start().await else {
+        return;
+    };
+    let Some(server) = review_store::testing::postgres_server_url() else {
+        return;
+    };
+    let Some(prefix) = pid_namespace_prefix() else {
+        return;
+    };
+    let database = review_store::testing::TestDatabase::create(&server).await;
+    let repo = world.repository("acme/widgets");
+    let pulls: Vec<Pull> = (0..6)
+        .map(|index| Pull::open(&repo, index, FIXED, ""))
+        .collect();
+    let mut host = Daemon::start(
+        "daemon on the host",
+        world.command("work-host", &database.url, "acme"),
+    );
+    let mut contained = Daemon::start(
+        "daemon in its own PID namespace",
+        wrapped(
+            &prefix,
+            &world.command("work-contained", &database.url, "acme/widgets"),
+        ),
+    );
+    host.wait_until_serving().await;
+    contained.wait_until_serving().await;
+    let polled = "review_bot_polls_total{outcome=\"ok\"}";
+    wait_for_metric(&mut host, polled, 1.0).await;
+    wait_for_metric(&mut contained, polled, 1.0).await;
+    for pull in &pulls {
+        pull.handle.add_label("bot-review-needed").unwrap();
+    }
+    wait_until(
+        &mut [&mut host, &mut contained],
+        "every pull request handed to a human",
+        PATIENCE,
+        || {
+            pulls
+                .iter()
+                .all(|pull| pull.has_label("human-review-needed"))
+        },
+    )
+    .await;
+    let (status, host_log) = host.terminate().await;
+    assert!(status.success(), "{host_log}");
+    let (status, contained_log) = contained.terminate().await;
+    assert!(status.success(), "{contained_log}");
+
+    let sessions = world.sessions();
+    for pull in &pulls {
+        pull.assert_reviewed_once(&sessions);
+    }
+    assert_eq!(sessions.values().map(Vec::len).sum::<usize>(), 6 * 2);
+    for (name, log) in [("host", &host_log), ("contained", &contained_log)] {
+        assert!(
+            !log.contains("process that is gone"),
+            "the {name} daemon took a live lease for a dead one's:\n{log}"
+        );
+    }
+    let store = review_store::Store::open(&database.url).await.unwrap();
+    for pull in &pulls {
+        let runs = store
+            .runs_for_pull_request("acme/widgets", pull.number())
+            .await
+            .unwrap();
+        assert_eq!(runs.len(), 1, "{}: {runs:#?}", pull.name());
+    }
+    assert!(store.active_leases().await.unwrap().is_empty());
+    store.close().await;
+    let posted = |log: &str| {
+        log.lines()
+            .filter(|line| line.contains("✓ post the review"))
+            .count()
+    };
+    let (by_host, by_contained) = (posted(&host_log), posted(&contained_log));
+    eprintln!(
+        "reviews posted: {by_host} by the host's daemon, {by_contained} by the contained one"
+    );
+    assert_eq!(by_host + by_contained, 6, "{host_log}\n{contained_log}");
+    database.drop_database().await;
+}

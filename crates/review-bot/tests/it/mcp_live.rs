@@ -7,6 +7,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use review_testkit::github::{GithubSim, PullRequestHandle};
 use serde_json::{Value, json};
+use sqlx::Connection as _;
 
 /// An MCP session with a `review-bot mcp` child process.
 struct Session {
@@ -206,14 +207,16 @@ fn live_mode_reads_github_posts_replies_and_remembers_them_in_the_store() {
             .iter()
             .any(|comment| comment.in_reply_to == Some(thread)
                 && comment.user == "developer"
-                && comment.body == "Fixed: back to 1."),
+                && comment
+                    .body
+                    .starts_with("Fixed: back to 1.\n\n<sub>thread::")),
         "{posted:?}"
     );
     let conversation = pull.issue_comments().unwrap();
     assert!(
-        conversation
-            .iter()
-            .any(|comment| comment.body == "@dave wrote:\n> Please add tests.\n\nAdded."),
+        conversation.iter().any(|comment| comment
+            .body
+            .starts_with("@dave wrote:\n> Please add tests.\n\nAdded.\n\n<sub>thread::")),
         "{conversation:?}"
     );
 
@@ -241,6 +244,122 @@ fn live_mode_reads_github_posts_replies_and_remembers_them_in_the_store() {
         "{\"type\":\"inline\",\"message\":\"ok\",\"path\":\"src/lib.rs\",\"line\":2}\n\
          {\"type\":\"inline\",\"message\":\"near\",\"path\":\"src/lib.rs\",\"line\":3}\n"
     );
+}
+
+/// Issue 25 item 9: the store fails after GitHub accepted a reply (a real
+/// failure: the SQLite database refuses the write through a trigger, as a
+/// full disk or a read-only volume would). The reply is reported as posted,
+/// with a warning, not as "posting failed, try again"; a retry — in a new
+/// session, with the comment still listed as unanswered — finds the reply by
+/// its `thread::` id and posts nothing; once the store works, the retry
+/// records it.
+#[test]
+fn a_store_failure_after_a_post_is_a_warning_and_a_retry_posts_nothing() {
+    let sim = GithubSim::start().unwrap();
+    let (pull, thread, _reply, issue) = pull_request(&sim);
+    let developer = sim.user("developer");
+    let directory = tempfile::tempdir().unwrap();
+    let environment = live_environment(&sim, &developer.token, directory.path());
+    let database_url = review_store::sqlite_url(&directory.path().join("store.sqlite3"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store_sql = |sql: &'static str| {
+        runtime.block_on(async {
+            // Opening applies the migrations; then the database is changed
+            // behind the store's back, as an operator (or a disk) would.
+            let store = review_store::Store::open(&database_url).await.unwrap();
+            store.close().await;
+            let mut connection = sqlx::SqliteConnection::connect(&database_url)
+                .await
+                .unwrap();
+            sqlx::raw_sql(sql).execute(&mut connection).await.unwrap();
+            connection.close().await.unwrap();
+        });
+    };
+    store_sql(
+        "CREATE TRIGGER refuse_replies BEFORE INSERT ON comment_replies \
+         BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;",
+    );
+    let arguments = ["--live", "--repo", "acme/widgets", "--pr", "1"];
+    let replies_to = |comment_id: u64| {
+        pull.review_comments()
+            .unwrap()
+            .into_iter()
+            .filter(|comment| {
+                comment.in_reply_to == Some(comment_id) && comment.user == "developer"
+            })
+            .count()
+    };
+    let developer_comments = || {
+        pull.issue_comments()
+            .unwrap()
+            .into_iter()
+            .filter(|comment| comment.user == "developer")
+            .count()
+    };
+
+    let mut session = Session::start(&arguments, &environment);
+    let (is_error, text) = session.call(
+        "github_post_pr_reply",
+        &json!({"comment_id": thread, "message": "Fixed: back to 1."}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(text.contains("Posted the reply"), "{text}");
+    assert!(
+        text.contains("Warning") && text.contains("disk is full"),
+        "{text}"
+    );
+    assert!(text.contains("Do not post it again"), "{text}");
+    let (is_error, text) = session.call(
+        "github_post_pr_reply",
+        &json!({"comment_id": issue, "message": "Added."}),
+    );
+    assert!(!is_error && text.contains("Warning"), "{text}");
+    assert_eq!((replies_to(thread), developer_comments()), (1, 1));
+    drop(session);
+
+    // A new session: the store never recorded the replies, so the comments
+    // are listed as unanswered and the agent answers again, in other words.
+    let mut session = Session::start(&arguments, &environment);
+    let (_, text) = session.call("github_get_pr_comments", &json!({}));
+    let view: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(view["total_comments"], 2, "{view}");
+    let (is_error, text) = session.call(
+        "github_post_pr_reply",
+        &json!({"comment_id": thread, "message": "Reverted to 1, as asked."}),
+    );
+    assert!(!is_error && text.contains("already posted"), "{text}");
+    let (is_error, text) = session.call(
+        "github_post_pr_reply",
+        &json!({"comment_id": issue, "message": "Tests added."}),
+    );
+    assert!(!is_error && text.contains("already posted"), "{text}");
+    assert_eq!((replies_to(thread), developer_comments()), (1, 1));
+    drop(session);
+
+    // The store works again: a retry records what is there, posts nothing.
+    store_sql("DROP TRIGGER refuse_replies;");
+    let mut session = Session::start(&arguments, &environment);
+    let (is_error, text) = session.call(
+        "github_post_pr_reply",
+        &json!({"comment_id": thread, "message": "Fixed: back to 1."}),
+    );
+    assert!(
+        !is_error && text.contains("already posted") && !text.contains("Warning"),
+        "{text}"
+    );
+    let (_, text) = session.call("github_get_pr_comments", &json!({}));
+    let view: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(view["total_comments"], 1, "{view}");
+    assert_eq!((replies_to(thread), developer_comments()), (1, 1));
+
+    // A reviewer's follow-up is a new conversation state: it gets its own answer.
+    pull.reply("carol", thread, "Why not 3?").unwrap();
+    let (is_error, text) = session.call(
+        "github_post_pr_reply",
+        &json!({"comment_id": thread, "message": "1 is what the callers expect."}),
+    );
+    assert!(!is_error && text.contains("Posted the reply"), "{text}");
+    assert_eq!(replies_to(thread), 2);
 }
 
 #[test]

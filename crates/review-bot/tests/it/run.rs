@@ -419,13 +419,23 @@ async fn a_review_failing_on_one_head_backs_off_then_goes_to_a_human_and_a_relab
         .iter()
         .map(|comment| comment.body.as_str())
         .collect();
+    // One status comment, updated by the second failure, then turned into
+    // "stopped" by the hand-over — the only other comment (issue 25 item 10).
     assert_eq!(
         bodies.len(),
-        3,
-        "two error comments and the hand-over: {bodies:#?}"
+        2,
+        "one status comment and the hand-over: {bodies:#?}"
     );
     assert!(comments.iter().all(|comment| comment.user == BOT));
-    let hand_over = bodies[2];
+    let hand_over_anchor = format!("#issuecomment-{}", comments[1].id);
+    for expected in [
+        "review-bot stopped",
+        "**Attempt 2 of 2**",
+        &hand_over_anchor,
+    ] {
+        assert!(bodies[0].contains(expected), "{expected}: {}", bodies[0]);
+    }
+    let hand_over = bodies[1];
     for expected in [
         "2 failed attempts",
         "`agent.max_attempts`",
@@ -449,7 +459,7 @@ async fn a_review_failing_on_one_head_backs_off_then_goes_to_a_human_and_a_relab
     assert_eq!(world.model.requests().len(), 4);
     assert_eq!(
         world.review.issue_comments().unwrap().len(),
-        3,
+        2,
         "no comment twice"
     );
     let output = guard.terminate().await;

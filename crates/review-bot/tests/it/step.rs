@@ -1414,3 +1414,198 @@ async fn ci_fail_fix_ci_fail_stops_at_the_limit_and_a_hand_back_gets_a_fix() {
         eprintln!("{line}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// Crash records in the store, one status comment (issue 25, items 6 and 10).
+// ---------------------------------------------------------------------------
+
+/// Issue 25 item 6: a `step` killed with SIGKILL right after its push is
+/// finished by a `step` with an EMPTY work directory on the same store (as
+/// another replica, or a restart on a fresh disk, would): no second agent
+/// run, no second commit, the reply posted once, the label set.
+///
+/// The kill window: GitHub's answer to the reply (which follows the push)
+/// is held back (`Fault::Hang`), so the killed step dies with its push on
+/// GitHub and its reply not; the test kills it on the event "the pushed
+/// commit is the pull request's head in the simulator", never after a
+/// fixed time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_killed_right_after_its_push_is_finished_from_the_store_with_a_fresh_work_dir() {
+    let mut world = World::new("bot-changes-needed", "echo ok\n");
+    let finding = world.bot_review("`five` returns 6: rename it.");
+    if !world.start_model(Script::new(fix_turns(finding))).await {
+        return;
+    }
+    world.sim.inject(
+        review_testkit::github::FaultRule::operation(
+            "pulls/create-reply-for-review-comment",
+            review_testkit::github::Fault::Hang(std::time::Duration::from_secs(3600)),
+        )
+        .times(1),
+    );
+    let before = world.pull.head_sha().unwrap();
+    let mut child = world
+        .command("step")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("review-bot starts");
+    // Wait for the push to land in the simulator (or the step to end, which
+    // would be a failure of this test's premise).
+    let pushed = loop {
+        let head = world.pull.head_sha().unwrap();
+        if head != before {
+            break head;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut log = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut log).unwrap();
+            panic!("the step ended ({status}) before pushing: {log}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    child.kill().expect("SIGKILL");
+    child.wait().unwrap();
+    let agent_requests = world.model().requests().len();
+    assert!(agent_requests > 0);
+    let replies = |world: &World| {
+        world
+            .pull
+            .review_comments()
+            .unwrap()
+            .into_iter()
+            .filter(|comment| comment.in_reply_to == Some(finding))
+            .count()
+    };
+    assert_eq!(replies(&world), 0, "the reply was held back");
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+
+    // A fresh work directory: nothing of the killed step's on disk.
+    let fresh = world.dir.path().join("fresh-work");
+    let output = world
+        .step_with(&[("REVIEW_BOT_WORK_DIR", fresh.to_str().unwrap())])
+        .await;
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert!(log.contains("finishing it"), "{log}");
+    assert_eq!(
+        world.model().requests().len(),
+        agent_requests,
+        "the agent ran again: {log}"
+    );
+    assert_eq!(world.pull.head_sha().unwrap(), pushed, "a second commit");
+    let git_dir = world.pull.repo().git_dir();
+    let commits = git(
+        &git_dir,
+        &["rev-list", "--count", &format!("{before}..{pushed}")],
+    );
+    assert_eq!(commits.trim(), "1");
+    assert_eq!(replies(&world), 1, "the reply, once");
+    assert_eq!(world.labels(), ["bot-ci-pending"]);
+    assert!(
+        world.bot_comments().is_empty(),
+        "{:?}",
+        world.bot_comments()
+    );
+
+    // The plan is gone from the store: the label put back on the same head
+    // runs a new fix, it does not replay the old plan.
+    let store = review_store::Store::open(&format!(
+        "sqlite://{}",
+        world.dir.path().join("store.sqlite3").display()
+    ))
+    .await
+    .unwrap();
+    let plan = store
+        .job_plan(&review_store::JobPlanKey {
+            repository: "acme/widgets",
+            pull_request: world.pull.number(),
+            job: review_store::JobKind::Write,
+            plan_id: &pushed,
+        })
+        .await
+        .unwrap();
+    assert_eq!(plan, None);
+    store.close().await;
+}
+
+/// Issue 25 item 10: repeated failures on one head update ONE status comment
+/// (attempt k, what failed, what happens next), found again by its marker
+/// in the bot's own comment only — a person's comment quoting the marker is
+/// never edited — at one request per failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_failures_update_one_status_comment_not_one_comment_each() {
+    let mut world = World::new("bot-changes-needed", "echo ok\n");
+    let finding = world.bot_review("`five` returns 6: rename it.");
+    let nothing = || {
+        [
+            Turn::tool("mcp__review__github_get_pr_comments", json!({})),
+            answer(&[], "Nothing to change: the name is fine."),
+        ]
+    };
+    let script = Script::new(nothing().into_iter().chain(nothing()).chain(nothing()));
+    if !world.start_model(script).await {
+        return;
+    }
+    // A person pastes the status marker: the bot must not take it for its own.
+    let status_footer = format!(
+        "<sub>thread::{}</sub>",
+        review_pipeline::status::thread_id(
+            &review_github::RepositoryName::parse("acme/widgets").unwrap(),
+            world.pull.number()
+        )
+    );
+    world
+        .pull
+        .comment(
+            "octocat",
+            &format!("Copied from the bot:\n\n{status_footer}"),
+        )
+        .unwrap();
+
+    let mut creates = Vec::new();
+    let mut updates = Vec::new();
+    for attempt in 1..=3 {
+        world.sim.clear_requests();
+        let output = world.step().await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        let counters = world.sim.counters();
+        let count = |operation: &str| {
+            counters
+                .by_operation
+                .get(operation)
+                .map_or(0, |counter| counter.requests)
+        };
+        creates.push(count("issues/create-comment"));
+        updates.push(count("issues/update-comment"));
+        let comments = world.bot_comments();
+        assert_eq!(comments.len(), 1, "attempt {attempt}: {comments:?}");
+        assert!(
+            comments[0].contains(&format!("**Attempt {attempt}** on `")),
+            "attempt {attempt}: {}",
+            comments[0]
+        );
+        assert!(comments[0].contains("made no change"), "{}", comments[0]);
+        assert!(comments[0].contains("will try again"), "{}", comments[0]);
+    }
+    assert_eq!(
+        creates,
+        [1, 0, 0],
+        "one comment created, on the first failure"
+    );
+    assert_eq!(updates, [0, 1, 1], "then one update per failure");
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+    let person = world
+        .pull
+        .issue_comments()
+        .unwrap()
+        .into_iter()
+        .find(|comment| comment.user == "octocat")
+        .unwrap();
+    assert!(
+        person.body.starts_with("Copied from the bot:"),
+        "{}",
+        person.body
+    );
+    let _ = finding;
+}

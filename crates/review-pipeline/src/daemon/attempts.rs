@@ -8,7 +8,8 @@
 //! ([`AttemptPolicy::backoff`]), and the failure that reaches
 //! `agent.max_attempts` hands the pull request to a human — one comment
 //! saying what failed and how to hand it back, and the label
-//! `bot-human-intervention`. A new commit is a new head, so it starts again
+//! `bot-human-intervention` (the pull request's status comment, `status`,
+//! then says the bot stopped). A new commit is a new head, so it starts again
 //! from nothing; a person putting a trigger label back on the same head after
 //! the hand-over asks for a fresh try, and gets one.
 //!
@@ -28,6 +29,7 @@ use uuid::Uuid;
 
 use crate::ci::{BotComments, set_bot_label};
 use crate::progress::Progress;
+use crate::status;
 
 /// The hand-over comments' `thread::` ids: one per pull request, job and head.
 const HAND_OVER_NAMESPACE: Uuid = Uuid::from_u128(0x9d3e_51a7_0c4b_4e2f_8a61_3b7c_2e9d_5f03);
@@ -230,25 +232,56 @@ pub async fn hand_over(
     ));
     let step = context.progress.step("hand over");
     let posted = async {
-        let earlier =
-            BotComments::read(context.github, repository, number, context.bot_login).await?;
+        let github = context.github;
+        let (reviews, review_comments, issue_comments) = tokio::try_join!(
+            github.list_reviews(repository, number),
+            github.list_review_comments(repository, number),
+            github.list_issue_comments(repository, number),
+        )?;
+        let earlier = BotComments::from_lists(
+            context.bot_login,
+            &reviews,
+            &review_comments,
+            &issue_comments,
+        );
+        let status_comment = status::find(
+            &issue_comments,
+            context.bot_login,
+            status::thread_id(repository, number),
+        )
+        .map(|comment| comment.id);
         if let Some(url) = earlier.comment_with_thread(thread) {
-            return Ok::<_, GitHubError>(url);
+            return Ok::<_, GitHubError>((url, status_comment, earlier.latest_review));
         }
         let body = review_core::payload::with_footer(
             &hand_over_comment(attempts, policy, context.job),
             &Footer::after_review(earlier.latest_review, thread).render(),
         );
-        let comment = context
-            .github
+        let comment = github
             .create_issue_comment(repository, number, &body, Some(thread))
             .await?;
-        Ok(comment.item.html_url)
+        Ok((comment.item.html_url, status_comment, earlier.latest_review))
     }
     .await;
     let url = match posted {
-        Ok(url) => {
+        Ok((url, status_comment, latest_review)) => {
             step.done(url.clone());
+            // The status comment (one per pull request) said the bot would
+            // try again; now it says the bot stopped, and where the
+            // hand-over is. Not a new comment: the hand-over is the one.
+            if let Some(status_comment) = status_comment
+                && let Err(error) = status::publish(
+                    context.github,
+                    repository,
+                    number,
+                    Some(status_comment),
+                    latest_review,
+                    &stopped_status(attempts, policy, &url),
+                )
+                .await
+            {
+                tracing::warn!(%error, "could not update the status comment after the hand-over");
+            }
             url
         }
         Err(error) => {
@@ -276,6 +309,24 @@ pub async fn hand_over(
 /// How an environment failure's public summary begins
 /// (`ReviewError::public_summary`).
 pub const CANNOT_BUILD: &str = "the bot cannot build this repository";
+
+/// The status after the hand-over: the bot stopped, and where to read why.
+fn stopped_status(attempts: &JobAttempts, policy: &AttemptPolicy, hand_over_url: &str) -> String {
+    let short_head: String = attempts.head_sha.chars().take(12).collect();
+    let last_error = attempts
+        .last_error
+        .as_deref()
+        .map_or_else(|| "(not recorded)".to_owned(), single_line);
+    format!(
+        "### ✋ review-bot stopped\n\n\
+         **Attempt {failures} of {limit}** on {head} failed: {last_error}\n\n\
+         **What happens next:** nothing until a person acts; the hand-over says how to hand the \
+         pull request back: {hand_over_url}",
+        failures = attempts.failures,
+        limit = policy.max_attempts,
+        head = inline_code(&short_head),
+    )
+}
 
 /// The hand-over comment: what kept failing, and how to hand it back.
 fn hand_over_comment(attempts: &JobAttempts, policy: &AttemptPolicy, job: Job) -> String {

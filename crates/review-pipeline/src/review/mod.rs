@@ -492,6 +492,9 @@ impl Job<'_> {
                 summary: self.summary.clone(),
             });
         }
+        if let Err(error) = plan.save_in_store(&self.reviewer.store).await {
+            return Err(self.fail(error.into(), run_id).await);
+        }
         if let Err(error) = plan.save(&self.run_directory) {
             let error = ReviewError::Prepare(format!(
                 "could not save the review plan in {}: {error}",
@@ -503,6 +506,7 @@ impl Job<'_> {
             match self.decided_meanwhile(&plan).await {
                 Ok(None) => {}
                 Ok(Some(reason)) => {
+                    plan.remove_from_store(&self.reviewer.store).await;
                     if let Some(run_id) = run_id
                         && let Err(error) =
                             self.reviewer.store.finish_run(run_id, "withdrawn").await
@@ -517,7 +521,7 @@ impl Job<'_> {
         }
         self.posting = true;
         match post::execute(self, &plan).await {
-            Ok(()) => {}
+            Ok(()) => plan.remove_from_store(&self.reviewer.store).await,
             Err(error) => return Err(self.fail(error, run_id).await),
         }
         if let Some(run_id) = run_id
@@ -572,7 +576,18 @@ impl Job<'_> {
         let saved = if self.request.dry_run {
             None
         } else {
-            ReviewPlan::load(&self.run_directory, self.review_id.0)
+            let stored = ReviewPlan::load_from_store(
+                &self.reviewer.store,
+                &self.request.repository.to_string(),
+                self.request.number,
+                self.review_id.0,
+            )
+            .await;
+            match stored {
+                Ok(Some(plan)) => Some(plan),
+                Ok(None) => ReviewPlan::load(&self.run_directory, self.review_id.0),
+                Err(error) => return Err(self.fail(error.into(), run_id).await),
+            }
         };
         Ok(match saved {
             Some(plan) => {

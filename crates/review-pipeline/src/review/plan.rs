@@ -1,10 +1,13 @@
 //! The review's plan: everything the bot will write to GitHub for one review,
-//! decided before the first write and saved in the run directory.
+//! decided before the first write and saved in the store (where any replica,
+//! or a restart with an empty work directory, finds it) and, for the
+//! operator to read, in the run directory.
 //!
 //! Writing the plan first is what makes a review resumable (DESIGN.md
 //! invariant 4): a process killed after posting the review but before the
-//! replies or the labels is run again, finds its unfinished run in the store
-//! and this file in its run directory, and executes the same plan — the review
+//! replies or the labels is run again, finds its unfinished run and this plan
+//! in the store (or, from an older version, the file in its run directory),
+//! and executes the same plan — the review
 //! is found by its `review::` id, each reply by its `thread::` id, the labels
 //! are set to what they should be. Nothing is posted twice and nothing left
 //! undone. The file is written atomically (a temporary file renamed over it)
@@ -16,6 +19,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use review_core::payload::ReviewPayload;
+use review_store::{JobKind, JobPlanKey, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -117,6 +121,77 @@ impl ReviewPlan {
                 tracing::warn!(path = %path.display(), %error, "ignoring the saved plan: it does not parse");
                 None
             }
+        }
+    }
+
+    /// The store's key of the plan of `review_id`.
+    fn store_key<'a>(repository: &'a str, pull_request: u64, review_id: &'a str) -> JobPlanKey<'a> {
+        JobPlanKey {
+            repository,
+            pull_request,
+            job: JobKind::Review,
+            plan_id: review_id,
+        }
+    }
+
+    /// Saves the plan in the store under its review id, where a step on any
+    /// machine finds it (issue 25, item 6): a review killed after deciding
+    /// is finished from here, with no second agent run, even when its run
+    /// directory is gone (a fresh work directory, another replica).
+    pub async fn save_in_store(&self, store: &Store) -> Result<(), StoreError> {
+        let review_id = self.review_id.to_string();
+        let text = serde_json::to_string(self).expect("a plan serialises");
+        store
+            .save_job_plan(
+                &Self::store_key(&self.repository, self.pull_request, &review_id),
+                &text,
+            )
+            .await
+    }
+
+    /// The plan the store holds for this review, if there is a readable one
+    /// (one that does not parse, or is another version's, is `None` with a
+    /// warning).
+    pub async fn load_from_store(
+        store: &Store,
+        repository: &str,
+        pull_request: u64,
+        review_id: Uuid,
+    ) -> Result<Option<Self>, StoreError> {
+        let id = review_id.to_string();
+        let Some(text) = store
+            .job_plan(&Self::store_key(repository, pull_request, &id))
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(match serde_json::from_str::<Self>(&text) {
+            Ok(plan) if plan.version == PLAN_VERSION && plan.review_id == review_id => Some(plan),
+            Ok(_) => {
+                tracing::warn!("ignoring the stored plan: another version or review");
+                None
+            }
+            Err(error) => {
+                tracing::warn!(%error, "ignoring the stored plan: it does not parse");
+                None
+            }
+        })
+    }
+
+    /// Removes the plan from the store once everything in it is on GitHub; a
+    /// failure is logged (a plan left behind belongs to a finished run and
+    /// is never read again).
+    pub async fn remove_from_store(&self, store: &Store) {
+        let review_id = self.review_id.to_string();
+        if let Err(error) = store
+            .remove_job_plan(&Self::store_key(
+                &self.repository,
+                self.pull_request,
+                &review_id,
+            ))
+            .await
+        {
+            tracing::warn!(%error, "could not remove the finished review's plan from the store");
         }
     }
 

@@ -277,7 +277,10 @@ pub(super) async fn report_failure(
     let github = &job.reviewer.github;
     let repository = &job.request.repository;
     let number = job.request.number;
-    let reviews = github.list_reviews(repository, number).await?;
+    let (reviews, issue_comments) = tokio::try_join!(
+        github.list_reviews(repository, number),
+        github.list_issue_comments(repository, number),
+    )?;
     let bot = job.reviewer.settings.bot_login.as_deref();
     let latest = footer::latest_review_id(
         reviews
@@ -288,20 +291,29 @@ pub(super) async fn report_failure(
             })
             .map(|review| review.body.as_str()),
     );
-    let thread = ThreadId(Uuid::new_v5(&job.review_id.0, b"error"));
-    let body = failure_body(job, error, latest, thread);
-    let posted = github
-        .create_issue_comment(repository, number, &body, Some(thread))
-        .await?;
-    Ok(posted.item.html_url)
+    // One status comment per pull request (issue 25 item 10): an edit of
+    // the bot's earlier status, with the attempt count going on.
+    let status = crate::status::find(
+        &issue_comments,
+        bot,
+        crate::status::thread_id(repository, number),
+    );
+    let head = &job.pull_request.head_sha;
+    let attempt = crate::status::next_attempt(status.map(|comment| comment.body.as_str()), head);
+    let text = crate::status::with_attempt_line(&failure_text(job, error), attempt, head);
+    let posted = crate::status::publish(
+        github,
+        repository,
+        number,
+        status.map(|comment| comment.id),
+        latest,
+        &text,
+    )
+    .await?;
+    Ok(posted.html_url)
 }
 
-fn failure_body(
-    job: &Job<'_>,
-    error: &ReviewError,
-    latest: Option<ReviewId>,
-    thread: ThreadId,
-) -> String {
+fn failure_text(job: &Job<'_>, error: &ReviewError) -> String {
     let summary = footer::defuse(&error.public_summary()).into_owned();
     let retry = format!(
         "**To retry**, run `review-bot review {}#{}` where the bot runs, or leave it to the \
@@ -309,7 +321,7 @@ fn failure_body(
          has the details under run `{}`.",
         job.request.repository, job.request.number, job.review_id,
     );
-    let text = if job.posting {
+    if job.posting {
         format!(
             "### ⚠️ review-bot could not finish posting its review\n\n\
              **What failed:** {summary}\n\n\
@@ -322,6 +334,5 @@ fn failure_body(
              **What failed:** {summary}\n\n\
              Nothing of this review was posted, and the labels are unchanged. {retry}"
         )
-    };
-    review_core::payload::with_footer(&text, &Footer::after_review(latest, thread).render())
+    }
 }

@@ -37,9 +37,10 @@
 //! 7. **Replies and label.** The agent's replies are posted with `thread::`
 //!    footers that follow the latest review and recorded in the store;
 //!    the label becomes `bot-ci-pending`. Before the push, what is left to
-//!    do is saved (`pushed`): a run killed after the push is finished by
-//!    the next step (it finds the plan by the pull request's new head) and
-//!    posts nothing twice.
+//!    do is saved in the store (`pushed`): a run killed after the push is
+//!    finished by the next step anywhere — a fresh work directory, another
+//!    replica — which finds the plan by the pull request's new head, runs no
+//!    agent, pushes nothing and posts nothing twice.
 //!
 //! No change, or a failed build → an error comment naming why, label kept.
 //! Any other error → one error comment, label kept, the run recorded as
@@ -311,15 +312,6 @@ impl std::fmt::Display for WriteFailure {
     }
 }
 
-/// The directory where pushed plans wait to be finished.
-fn pushed_directory(work_dir: &Path, repository: &RepositoryName) -> PathBuf {
-    work_dir
-        .join("runs")
-        .join(&repository.owner)
-        .join(&repository.name)
-        .join("pushed")
-}
-
 /// A write step in progress.
 struct Job<'a> {
     reviewer: &'a Reviewer,
@@ -329,6 +321,10 @@ struct Job<'a> {
     run_directory: PathBuf,
     summary: WriteSummary,
     latest_review: Option<ReviewId>,
+    /// The bot's status comment on the pull request (`status`) as the job
+    /// read it, id and body, when it has one: failures update it instead of
+    /// adding a comment each, and its attempt count goes on.
+    status_comment: Option<(u64, String)>,
 }
 
 impl Reviewer {
@@ -357,6 +353,7 @@ impl Reviewer {
                 ..WriteSummary::default()
             },
             latest_review: None,
+            status_comment: None,
         };
         let span = tracing::info_span!(
             "write",
@@ -375,10 +372,31 @@ impl Job<'_> {
     }
 
     async fn run(&mut self) -> Result<WriteReport, WriteFailure> {
-        // A step killed after its push left a plan under the new head.
-        let pushed_dir =
-            pushed_directory(&self.reviewer.settings.work_dir, &self.request.repository);
-        if let Some(plan) = PushedPlan::load(&pushed_dir, &self.request.pull_request.head_sha) {
+        // A step killed after its push left a plan under the new head, in
+        // the store (so a fresh work directory or another replica finds it).
+        let repository_name = self.request.repository.to_string();
+        let head_sha = &self.request.pull_request.head_sha;
+        let plan = match PushedPlan::load(
+            &self.reviewer.store,
+            &repository_name,
+            self.number(),
+            head_sha,
+        )
+        .await
+        {
+            Ok(plan) => plan,
+            Err(error) => return Err(self.fail(error.into(), None).await),
+        };
+        if plan.is_none() {
+            PushedPlan::remove_stale(
+                &self.reviewer.store,
+                &repository_name,
+                self.number(),
+                head_sha,
+            )
+            .await;
+        }
+        if let Some(plan) = plan {
             self.progress
                 .note("this head is the bot's own push of a killed step; finishing it");
             self.summary.resumed = true;
@@ -414,6 +432,12 @@ impl Job<'_> {
             &issue_comments,
         );
         self.latest_review = bot.latest_review;
+        self.status_comment = crate::status::find(
+            &issue_comments,
+            bot_login.as_deref(),
+            crate::status::thread_id(repository, number),
+        )
+        .map(|comment| (comment.id, comment.body.clone()));
         let max = self.request.settings.max_cycles as usize;
         if bot_login.is_none() {
             self.progress.note(
@@ -1119,10 +1143,7 @@ impl Job<'_> {
             self.summary.outcome = Some(WriteOutcome::Withdrawn { reason });
             return Ok(());
         }
-        let pushed_dir = pushed_directory(&reviewer.settings.work_dir, &self.request.repository);
-        plan.save(&pushed_dir).map_err(|error| {
-            WriteError::Prepare(format!("could not save the push plan: {error}"))
-        })?;
+        plan.save(&reviewer.store).await?;
         match git
             .push(
                 clone_url,
@@ -1137,7 +1158,7 @@ impl Job<'_> {
                 step.done(format!("{} → {}", short_sha(&commit), pull.head_branch));
             }
             PushOutcome::HeadMoved { reason } => {
-                PushedPlan::remove(&pushed_dir, &commit);
+                plan.remove(&reviewer.store).await;
                 step.failed(format!("refused: {reason}"));
                 self.summary.outcome = Some(WriteOutcome::HeadMoved { reason });
                 return Ok(());
@@ -1293,28 +1314,40 @@ impl Job<'_> {
         self.summary.label =
             set_outcome_label(github, repository, &pull, Outcome::Pushed, self.progress).await?;
         self.summary.outcome = Some(WriteOutcome::Pushed);
-        PushedPlan::remove(
-            &pushed_directory(&self.reviewer.settings.work_dir, repository),
-            &plan.pushed_sha,
-        );
+        plan.remove(store).await;
         Ok(())
     }
 
-    /// No change, failed build, conflicts left: one comment, label kept.
+    /// Writes `text` (a heading paragraph, then the rest) as the pull
+    /// request's status comment (`status`), with the attempt line after the
+    /// heading: an edit of the bot's status comment when there is one, else
+    /// a new one. Returns its page.
+    async fn publish_status(&mut self, text: &str) -> Result<String, GitHubError> {
+        let previous = self.status_comment.as_ref().map(|(_, body)| body.as_str());
+        let attempt = crate::status::next_attempt(previous, &self.request.pull_request.head_sha);
+        let text =
+            crate::status::with_attempt_line(text, attempt, &self.request.pull_request.head_sha);
+        let comment = crate::status::publish(
+            &self.reviewer.github,
+            &self.request.repository,
+            self.number(),
+            self.status_comment.as_ref().map(|(id, _)| *id),
+            self.latest_review,
+            &text,
+        )
+        .await?;
+        let url = comment.html_url.clone();
+        self.status_comment = Some((comment.id, comment.body));
+        Ok(url)
+    }
+
+    /// No change, failed build, conflicts left: the status comment says so,
+    /// label kept.
     async fn not_fixed(&mut self, why: &str, text: &str) -> Result<(), WriteError> {
-        let thread = ThreadId(Uuid::new_v5(&self.run_uuid, b"not-fixed"));
-        let body = review_core::payload::with_footer(
-            text,
-            &Footer::after_review(self.latest_review, thread).render(),
-        );
-        let step = self.progress.step("comment");
-        let posted = self
-            .reviewer
-            .github
-            .create_issue_comment(&self.request.repository, self.number(), &body, Some(thread))
-            .await?;
-        step.done(posted.item.html_url.clone());
-        self.summary.comment_url = Some(posted.item.html_url);
+        let step = self.progress.step("status comment");
+        let url = self.publish_status(text).await?;
+        step.done(url.clone());
+        self.summary.comment_url = Some(url);
         self.summary.outcome = Some(WriteOutcome::NotFixed {
             why: why.to_owned(),
         });
@@ -1366,7 +1399,6 @@ impl Job<'_> {
         run_id: Option<review_store::RunId>,
     ) -> WriteFailure {
         tracing::error!(error = %error, "the write step failed");
-        let thread = ThreadId(Uuid::new_v5(&self.run_uuid, b"error"));
         let text = format!(
             "### ⚠️ review-bot could not fix this pull request\n\n\
              **What failed:** {}\n\n\
@@ -1383,17 +1415,8 @@ impl Job<'_> {
             self.number(),
             self.run_uuid,
         );
-        let body = review_core::payload::with_footer(
-            &text,
-            &Footer::after_review(self.latest_review, thread).render(),
-        );
-        let reported = match self
-            .reviewer
-            .github
-            .create_issue_comment(&self.request.repository, self.number(), &body, Some(thread))
-            .await
-        {
-            Ok(posted) => Some(posted.item.html_url),
+        let reported = match self.publish_status(&text).await {
+            Ok(url) => Some(url),
             Err(post_error) => {
                 tracing::error!(error = %post_error, "could not report the failure on the pull request");
                 None

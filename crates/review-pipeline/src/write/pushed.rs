@@ -1,13 +1,14 @@
 //! What is left to do after a push, saved before the push: the replies and
-//! the label. A step killed between its push and its last reply leaves this
-//! file under `runs/OWNER/REPO/pushed/{pushed sha}.json`; the next step of
-//! the pull request sees its head is that commit, finishes the plan (replies
-//! found by their `thread::` ids are not posted again) and removes the file.
-
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+//! the label. The plan lives in the store (`review_store`'s job plans), not
+//! on one machine's disk: a step killed between its push and its last reply
+//! leaves it under the pushed commit, and the next step of the pull request —
+//! on this machine with an empty work directory, or on another replica —
+//! sees the head is that commit, finishes the plan (replies found by their
+//! `thread::` ids are not posted again) and removes it. No agent runs and
+//! nothing is pushed again.
 
 use review_core::agent_requests::ReplyTarget;
+use review_store::{JobKind, JobPlanKey, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -42,51 +43,82 @@ pub struct PushedPlan {
     pub replies: Vec<PlannedReply>,
 }
 
-fn path(directory: &Path, sha: &str) -> Option<PathBuf> {
-    (sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| directory.join(format!("{sha}.json")))
+impl PushedPlan {
+    /// The store's key of this plan.
+    fn key(&self) -> JobPlanKey<'_> {
+        key(&self.repository, self.pull_request, &self.pushed_sha)
+    }
+
+    /// Saves the plan in the store, under the commit about to be pushed.
+    pub async fn save(&self, store: &Store) -> Result<(), StoreError> {
+        let text = serde_json::to_string(self).expect("a plan serialises");
+        store.save_job_plan(&self.key(), &text).await
+    }
+
+    /// The plan of the push that made `head_sha`, when the store has one.
+    /// A plan this binary cannot read (another version's, damaged) is
+    /// reported in the log and treated as none.
+    pub async fn load(
+        store: &Store,
+        repository: &str,
+        pull_request: u64,
+        head_sha: &str,
+    ) -> Result<Option<Self>, StoreError> {
+        let key = key(repository, pull_request, head_sha);
+        let Some(text) = store.job_plan(&key).await? else {
+            return Ok(None);
+        };
+        match serde_json::from_str::<Self>(&text) {
+            Ok(plan)
+                if plan.version == PLAN_VERSION
+                    && plan.pushed_sha == head_sha
+                    && plan.pull_request == pull_request =>
+            {
+                Ok(Some(plan))
+            }
+            Ok(plan) => {
+                tracing::warn!(
+                    version = plan.version,
+                    pushed_sha = %plan.pushed_sha,
+                    "ignoring a push plan of another version or commit"
+                );
+                Ok(None)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "ignoring a push plan that does not parse");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Removes the plan (done, or its push refused); a failure is logged:
+    /// a plan left behind only waits for a head that has moved on.
+    pub async fn remove(&self, store: &Store) {
+        if let Err(error) = store.remove_job_plan(&self.key()).await {
+            tracing::warn!(%error, pushed_sha = %self.pushed_sha, "could not remove a finished push plan");
+        }
+    }
+
+    /// Removes the pull request's plans for commits other than `head_sha`
+    /// (pushes that never happened); a failure is logged.
+    pub async fn remove_stale(store: &Store, repository: &str, pull_request: u64, head_sha: &str) {
+        let key = key(repository, pull_request, head_sha);
+        match store.remove_other_job_plans(&key).await {
+            Ok(0) => {}
+            Ok(removed) => {
+                tracing::info!(removed, "removed push plans of pushes that never happened")
+            }
+            Err(error) => tracing::warn!(%error, "could not remove stale push plans"),
+        }
+    }
 }
 
-impl PushedPlan {
-    /// Saves the plan atomically (0600).
-    pub fn save(&self, directory: &Path) -> std::io::Result<()> {
-        std::fs::create_dir_all(directory)?;
-        let target = path(directory, &self.pushed_sha)
-            .ok_or_else(|| std::io::Error::other("the pushed commit is not a full SHA"))?;
-        let temporary = directory.join(format!(".plan-{}", Uuid::new_v4()));
-        let mut file = review_sandbox::create_private_file(&temporary)?;
-        file.write_all(
-            serde_json::to_string_pretty(self)
-                .expect("a plan serialises")
-                .as_bytes(),
-        )?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&temporary, &target).inspect_err(|_| {
-            let _ = std::fs::remove_file(&temporary);
-        })
-    }
-
-    /// The plan of the push that made `head_sha`, when there is a readable one.
-    pub fn load(directory: &Path, head_sha: &str) -> Option<Self> {
-        let path = path(directory, head_sha)?;
-        let metadata = std::fs::symlink_metadata(&path).ok()?;
-        if !metadata.is_file() || metadata.len() > 64 * 1024 * 1024 {
-            return None;
-        }
-        let text = std::fs::read_to_string(&path).ok()?;
-        serde_json::from_str::<Self>(&text)
-            .ok()
-            .filter(|plan| plan.version == PLAN_VERSION && plan.pushed_sha == head_sha)
-    }
-
-    /// Removes the plan of `sha` (done, or its push refused).
-    pub fn remove(directory: &Path, sha: &str) {
-        if let Some(path) = path(directory, sha)
-            && let Err(error) = std::fs::remove_file(&path)
-            && error.kind() != std::io::ErrorKind::NotFound
-        {
-            tracing::warn!(%error, path = %path.display(), "could not remove a finished push plan");
-        }
+/// The store's key of the plan of `pushed_sha`.
+fn key<'a>(repository: &'a str, pull_request: u64, pushed_sha: &'a str) -> JobPlanKey<'a> {
+    JobPlanKey {
+        repository,
+        pull_request,
+        job: JobKind::Write,
+        plan_id: pushed_sha,
     }
 }

@@ -3,6 +3,7 @@
 
 mod attempts;
 mod base_builds;
+mod job_plans;
 mod leases;
 mod open;
 mod race;
