@@ -60,6 +60,10 @@ pub struct StepRequest {
 }
 
 /// How a step ended, short of an error.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per step, moved once to its printer"
+)]
 pub enum StepReport {
     /// The job the labels called for ran (or there was nothing to do).
     Stepped {
@@ -399,16 +403,15 @@ pub async fn run_job(
             .await,
         ),
         Job::Write => Stepped::Write(
-            reviewer
-                .write(
-                    &WriteRequest {
-                        repository: repository.clone(),
-                        pull_request,
-                        settings: settings.write.clone(),
-                    },
-                    progress,
-                )
-                .await,
+            Box::pin(reviewer.write(
+                &WriteRequest {
+                    repository: repository.clone(),
+                    pull_request,
+                    settings: settings.write.clone(),
+                },
+                progress,
+            ))
+            .await,
         ),
     }
 }

@@ -353,51 +353,29 @@ impl Reviewer {
                 .runs_for_pull_request(&request.repository.to_string(), request.number)
                 .await
                 .map_err(|error| unreported(error.into()))?;
-            let same_head = runs
-                .iter()
-                .filter(|run| run.kind == JobKind::Review && run.head_sha == pull_request.head_sha);
-            if !request.force {
-                // The latest run of this head that completed or is unfinished
-                // (failed, withdrawn and superseded runs are over and left
-                // nothing to finish).
-                let latest = same_head.rev().find(|run| {
-                    run.outcome.as_deref().is_none_or(|outcome| {
-                        ReviewOutcome::COMPLETED
-                            .iter()
-                            .any(|completed| completed.as_str() == outcome)
-                    })
-                });
-                match latest {
-                    Some(run) if run.outcome.is_some() && !request.from_label => {
-                        return Ok(ReviewReport::AlreadyReviewed {
-                            head_sha: pull_request.head_sha.clone(),
-                            outcome: run.outcome.clone().unwrap_or_default(),
-                        });
-                    }
-                    Some(run) if run.outcome.is_some() => {
-                        progress.note(format!(
-                            "{} already has a completed review ({}) and `bot-review-needed` was \
-                             put back: reviewing it again",
-                            short_sha(&pull_request.head_sha),
-                            run.outcome.as_deref().unwrap_or_default()
-                        ));
-                        asked_again = true;
-                    }
-                    Some(run) => {
-                        if let Some(id) = run
-                            .review_id
-                            .as_deref()
-                            .and_then(|id| Uuid::parse_str(id).ok())
-                        {
-                            review_id = ReviewId(id);
-                            resumed = true;
-                            progress.note(format!(
-                                "finishing an unfinished review of this head (review {review_id})"
-                            ));
-                        }
-                    }
-                    None => {}
+            match earlier_run(&runs, &pull_request.head_sha).filter(|_| !request.force) {
+                Some(Earlier::Completed(outcome)) if !request.from_label => {
+                    return Ok(ReviewReport::AlreadyReviewed {
+                        head_sha: pull_request.head_sha.clone(),
+                        outcome,
+                    });
                 }
+                Some(Earlier::Completed(outcome)) => {
+                    progress.note(format!(
+                        "{} already has a completed review ({outcome}) and `bot-review-needed` \
+                         was put back: reviewing it again",
+                        short_sha(&pull_request.head_sha),
+                    ));
+                    asked_again = true;
+                }
+                Some(Earlier::Unfinished(id)) => {
+                    review_id = id;
+                    resumed = true;
+                    progress.note(format!(
+                        "finishing an unfinished review of this head (review {review_id})"
+                    ));
+                }
+                None => {}
             }
         }
 
@@ -1360,6 +1338,38 @@ impl Job<'_> {
             reported,
             summary: self.summary.clone(),
         }
+    }
+}
+
+/// The latest run of a head that matters to a new review of it.
+enum Earlier {
+    /// It completed, with this outcome.
+    Completed(String),
+    /// It stopped unfinished (killed, or failed while posting): finish it.
+    Unfinished(ReviewId),
+}
+
+/// The latest review run of `head_sha` that completed or is unfinished
+/// (failed, withdrawn and superseded runs are over and left nothing to
+/// finish).
+fn earlier_run(runs: &[review_store::Run], head_sha: &str) -> Option<Earlier> {
+    let completed = |outcome: &str| {
+        ReviewOutcome::COMPLETED
+            .iter()
+            .any(|completed| completed.as_str() == outcome)
+    };
+    let run = runs.iter().rev().find(|run| {
+        run.kind == JobKind::Review
+            && run.head_sha == head_sha
+            && run.outcome.as_deref().is_none_or(completed)
+    })?;
+    match &run.outcome {
+        Some(outcome) => Some(Earlier::Completed(outcome.clone())),
+        None => run
+            .review_id
+            .as_deref()
+            .and_then(|id| Uuid::parse_str(id).ok())
+            .map(|id| Earlier::Unfinished(ReviewId(id))),
     }
 }
 

@@ -47,6 +47,23 @@ impl Cycles {
     pub fn current(&self) -> usize {
         self.reviews.max(self.fixes + 1)
     }
+
+    /// `3 of 5 (2 reviews, 2 fixes)`, for the step's progress line.
+    pub fn describe(&self, max: usize) -> String {
+        format!(
+            "{} of {max} ({} review{}, {} fix{}{})",
+            self.current(),
+            self.reviews,
+            if self.reviews == 1 { "" } else { "s" },
+            self.fixes,
+            if self.fixes == 1 { "" } else { "es" },
+            if self.handed_back_after.is_some() {
+                " since a person handed it back"
+            } else {
+                ""
+            }
+        )
+    }
 }
 
 /// Whether `message` is a fix commit of the bot's (has the trailer).
@@ -95,11 +112,9 @@ pub fn count(
         .filter(|comment| comment.body.contains(CYCLE_LIMIT_MARKER))
         .map(|comment| comment.created_at)
         .max();
-    let after = |time: Option<DateTime<Utc>>| match (handed_back_after, time) {
-        (None, _) => true,
-        (Some(since), Some(time)) => time > since,
-        // Undated (a pending review, a commit without a date): counted.
-        (Some(_), None) => true,
+    // Undated (a pending review, a commit without a date): counted.
+    let after = |time: Option<DateTime<Utc>>| {
+        handed_back_after.is_none_or(|since| time.is_none_or(|time| time > since))
     };
     let before: BTreeSet<ReviewId> = footer::distinct_review_ids(
         writings

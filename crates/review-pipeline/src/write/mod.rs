@@ -79,6 +79,10 @@ use agent::{AgentSetup, run_fix_pass, run_merge_pass};
 use gitops::{MergeCheck, PushOutcome, WriteGit, WriteGitError, admin_directory};
 use pushed::{PlannedReply, PushedPlan};
 
+/// Said when the bot's login is unknown.
+const NO_BOT_LOGIN: &str = "github.bot_login is not set: the bot's reviews cannot be told apart, \
+                            so only its fix commits count toward the cycle limit";
+
 /// The namespace of the write flow's deterministic ids (UUID v5).
 const WRITE_NAMESPACE: Uuid = Uuid::from_u128(0x2b7e_4c11_90d3_4a8e_b6f2_1c5d_8e3a_7f02);
 
@@ -362,7 +366,7 @@ impl Reviewer {
             head_sha = %request.pull_request.head_sha,
             run = %run_uuid,
         );
-        tracing::Instrument::instrument(job.run(), span).await
+        Box::pin(tracing::Instrument::instrument(job.run(), span)).await
     }
 }
 
@@ -440,10 +444,7 @@ impl Job<'_> {
         .map(|comment| (comment.id, comment.body.clone()));
         let max = self.request.settings.max_cycles as usize;
         if bot_login.is_none() {
-            self.progress.note(
-                "github.bot_login is not set: the bot's reviews cannot be told apart, so only its \
-                 fix commits count toward the cycle limit",
-            );
+            self.progress.note(NO_BOT_LOGIN);
         }
         let found = cycles::count(
             bot_login.as_deref(),
@@ -453,18 +454,7 @@ impl Job<'_> {
             &commits,
         );
         let current = found.current();
-        let detail = format!(
-            "{current} of {max} ({} review{}, {} fix{}{})",
-            found.reviews,
-            if found.reviews == 1 { "" } else { "s" },
-            found.fixes,
-            if found.fixes == 1 { "" } else { "es" },
-            if found.handed_back_after.is_some() {
-                " since a person handed it back"
-            } else {
-                ""
-            }
-        );
+        let detail = found.describe(max);
         if current >= max {
             step.done(format!("{detail}: limit reached"));
             return self
