@@ -135,6 +135,7 @@ pub const KEYS: &[Key] = &[
     ),
     key("review.build_timeout_secs", "a whole number of seconds"),
     key("review.max_cycles", "a whole number of review cycles"),
+    key("review.verify", "true or false"),
     key("ci.timeout_secs", "a whole number of seconds"),
     text("git.author_name", "a name (a string)"),
     text("git.author_email", "an email address (a string)"),
@@ -396,6 +397,9 @@ pub struct ReviewConfig {
     pub build_timeout_secs: u64,
     /// Reviews a pull request may get before the write flow hands it to a human.
     pub max_cycles: u32,
+    /// Run the verification pass (`review --local`, `eval`): a fresh agent
+    /// run re-examines each finding; what it refutes is withheld.
+    pub verify: bool,
 }
 
 impl Default for ReviewConfig {
@@ -403,6 +407,7 @@ impl Default for ReviewConfig {
         Self {
             build_timeout_secs: 1_200,
             max_cycles: 5,
+            verify: false,
         }
     }
 }
