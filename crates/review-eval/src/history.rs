@@ -173,7 +173,7 @@ fn original_stem(path: &str) -> &str {
 }
 
 /// Whether a path is documentation: a `doc`/`docs` directory, a markdown,
-/// reStructuredText, AsciiDoc or text file, or a README, CHANGELOG, LICENSE,
+/// `reStructuredText`, `AsciiDoc` or text file, or a README, CHANGELOG, LICENSE,
 /// AUTHORS or NEWS file.
 pub fn is_docs_path(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
@@ -209,6 +209,8 @@ struct Changed {
     binary: bool,
 }
 
+// One linear sequence of git steps per commit reads better whole.
+#[allow(clippy::too_many_lines)]
 /// Builds cases from `repository`'s fixes into a scratch bare repository at
 /// `scratch` (created; it must not exist).
 ///

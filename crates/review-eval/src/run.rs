@@ -244,6 +244,7 @@ async fn prepare_clone(
     }
 }
 
+#[allow(clippy::too_many_lines)] // One linear sequence of git steps.
 async fn prepare_clone_in(
     git: &Git,
     case: &Case,
@@ -277,8 +278,8 @@ async fn prepare_clone_in(
             &clone_argument,
         ],
     )
-        .await
-        .map_err(|error| error.to_string())?;
+    .await
+    .map_err(|error| error.to_string())?;
     if metadata.is_dir() {
         // Borrow the source's objects (and those it borrows) instead of copying them.
         let objects = git

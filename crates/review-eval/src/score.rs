@@ -58,10 +58,8 @@ pub fn distance(golden: &GoldenFinding, finding: &Finding) -> Option<u32> {
     let (first, last) = (finding.first_line(), finding.line);
     Some(if last < golden_first {
         golden_first - last
-    } else if first > golden_last {
-        first - golden_last
     } else {
-        0
+        first.saturating_sub(golden_last)
     })
 }
 
@@ -119,7 +117,7 @@ pub fn match_findings(golden: &[GoldenFinding], findings: &[Finding], window: u3
         if candidates[root].is_empty() || finding_of[root].is_some() {
             continue;
         }
-        visited.iter_mut().for_each(|seen| *seen = false);
+        visited.fill(false);
         augment(
             root,
             &candidates,
@@ -172,17 +170,16 @@ fn augment(
             continue;
         }
         visited[finding] = true;
-        match golden_of[finding] {
-            Some(other) => stack.push((other, 0)),
-            None => {
-                // Each golden finding on the path takes the finding it tried last.
-                for &(golden, tried) in &stack {
-                    let finding = candidates[golden][tried - 1];
-                    finding_of[golden] = Some(finding);
-                    golden_of[finding] = Some(golden);
-                }
-                return true;
+        if let Some(other) = golden_of[finding] {
+            stack.push((other, 0));
+        } else {
+            // Each golden finding on the path takes the finding it tried last.
+            for &(golden, tried) in &stack {
+                let finding = candidates[golden][tried - 1];
+                finding_of[golden] = Some(finding);
+                golden_of[finding] = Some(golden);
             }
+            return true;
         }
     }
     false

@@ -805,7 +805,11 @@ impl LocalReviewer {
             step.done(format!(
                 "{} finding{}, {duplicates} duplicate{} dropped",
                 findings.line_comments.len(),
-                if findings.line_comments.len() == 1 { "" } else { "s" },
+                if findings.line_comments.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
                 if duplicates == 1 { "" } else { "s" },
             ));
             let verify_step = progress.step("verification pass");
@@ -817,7 +821,7 @@ impl LocalReviewer {
                 job_directory,
                 &snapshot.diff,
                 BASE_BRANCH,
-                comments,
+                &comments,
                 0,
             )
             .await
@@ -865,7 +869,7 @@ impl LocalReviewer {
         ));
         report.markdown = review_markdown(&name, &base, &findings, &placements);
         if let Some(note) = crate::review::verify::withheld_note(report.withheld.len()) {
-            report.markdown.push_str(&format!("\n{note}\n"));
+            let _ = write!(report.markdown, "\n{note}\n");
         }
         report.delivery = Some(
             self.present(&report.markdown, &repository.top, job_directory)

@@ -42,9 +42,9 @@ pub struct EvalArgs {
     #[arg(long, value_name = "LINES", default_value_t = review_eval::score::DEFAULT_WINDOW)]
     pub window: u32,
 
-    /// Print the scores as JSON: {"cases": [{"name", "matched", "missed",
+    /// Print the scores as JSON: `{"cases": [{"name", "matched", "missed",
     /// "extra"}], "totals": {"golden", "findings", "matched", "precision",
-    /// "recall", "f1", "cost_usd", "agent_seconds", "turns"}}.
+    /// "recall", "f1", "cost_usd", "agent_seconds", "turns"}}`.
     #[arg(long)]
     pub json: bool,
 

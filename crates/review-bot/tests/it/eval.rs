@@ -173,6 +173,8 @@ fn places(items: &Value, key: Option<&str>) -> Vec<(String, u64)> {
         .collect()
 }
 
+// One scenario, asserted step by step.
+#[allow(clippy::too_many_lines)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scores_computed_by_hand_equal_what_eval_prints() {
     if review_testkit::tools::claude_for_test().is_none() {
@@ -316,6 +318,8 @@ async fn scores_computed_by_hand_equal_what_eval_prints() {
     );
 }
 
+// One scenario, asserted step by step.
+#[allow(clippy::too_many_lines)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn from_history_builds_cases_from_real_fixes_and_a_saved_run_repeats() {
     if review_testkit::tools::claude_for_test().is_none() {
@@ -528,7 +532,10 @@ async fn the_verification_pass_drops_what_the_verifier_refutes_and_nothing_else(
         return;
     }
     let model = ModelServer::start(Script::new([]).then_forever(Turn::decide(|request| {
-        if request.user_text().contains("You verify findings of a code review") {
+        if request
+            .user_text()
+            .contains("You verify findings of a code review")
+        {
             verify_answer(request)
         } else {
             answer(request)
@@ -564,7 +571,10 @@ async fn the_verification_pass_drops_what_the_verifier_refutes_and_nothing_else(
     assert!(case["extra"].as_array().unwrap().is_empty(), "{document:#}");
     assert_eq!(document["totals"]["findings"], 2);
     assert!(close(&document["totals"]["precision"], 1.0));
-    assert!(log.contains("✓ verification pass (2 kept, 2 withheld as unlikely"), "{log}");
+    assert!(
+        log.contains("✓ verification pass (2 kept, 2 withheld as unlikely"),
+        "{log}"
+    );
     // The review body says so.
     let jobs: Vec<PathBuf> = std::fs::read_dir(dir.path().join("work/local"))
         .unwrap()

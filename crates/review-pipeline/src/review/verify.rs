@@ -8,6 +8,7 @@
 //! gives no verdict on is kept as it was: the pass removes only what it
 //! refutes or doubts.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -99,7 +100,8 @@ pub fn verifier_prompt(findings: &[&LineComment], diff: &str, base_ref: &str) ->
          is wrong, already handled, or not caused by the change.\n\n"
     );
     for (index, finding) in findings.iter().enumerate() {
-        prompt.push_str(&format!(
+        let _ = write!(
+            prompt,
             "## Finding {}\n\n{}:{} ({} side) — {}\n\n{}\n\n",
             index + 1,
             finding.file,
@@ -110,7 +112,7 @@ pub fn verifier_prompt(findings: &[&LineComment], diff: &str, base_ref: &str) ->
             },
             review_core::payload::single_line(&finding.title),
             finding.description.trim()
-        ));
+        );
     }
     let mut shown = diff;
     let mut cut = false;
@@ -138,7 +140,7 @@ pub async fn verify(
     run_directory: &Path,
     diff: &str,
     base_ref: &str,
-    findings: Vec<LineComment>,
+    findings: &[LineComment],
     min_confidence: u8,
 ) -> Result<Verification, PassError> {
     let mut verification = Verification::default();
