@@ -78,6 +78,12 @@ pub enum Command {
     /// store, `daemon.concurrency` at a time (`--once`: one poll, then exit).
     Run(commands::run::RunArgs),
 
+    /// Measure review quality: run the review flow (as `review --local`) on
+    /// each case of a case set, or on bugs replayed from a repository's own
+    /// fixes (`--from-history`), and score the findings against the golden
+    /// findings (precision, recall, F1, cost).
+    Eval(commands::eval::EvalArgs),
+
     /// Show the effective configuration and where each value came from, and
     /// check the Claude Code CLI, bubblewrap, GitHub, git, the store and the
     /// work directory.

@@ -135,6 +135,7 @@ pub const KEYS: &[Key] = &[
     ),
     key("review.build_timeout_secs", "a whole number of seconds"),
     key("review.max_cycles", "a whole number of review cycles"),
+    key("review.verify", "true or false"),
     key("ci.timeout_secs", "a whole number of seconds"),
     text("git.author_name", "a name (a string)"),
     text("git.author_email", "an email address (a string)"),
@@ -397,6 +398,9 @@ pub struct ReviewConfig {
     /// The cycle (a review or a CI failure, and its fix) at which the write
     /// flow hands a pull request to a human instead of fixing.
     pub max_cycles: u32,
+    /// Run the verification pass (`review --local`, `eval`): a fresh agent
+    /// run re-examines each finding; what it refutes is withheld.
+    pub verify: bool,
 }
 
 impl Default for ReviewConfig {
@@ -404,6 +408,7 @@ impl Default for ReviewConfig {
         Self {
             build_timeout_secs: 1_200,
             max_cycles: 5,
+            verify: false,
         }
     }
 }

@@ -118,6 +118,9 @@ pub struct LocalSettings {
     /// The review panel's socket (`review_mcp::panel::default_socket_path()`);
     /// `None`: no panel, the review goes to `review.md` in the job directory.
     pub panel_socket: Option<PathBuf>,
+    /// `review.verify`: run the verification pass on the passes' findings
+    /// and withhold what it refutes ([`crate::review::verify`]).
+    pub verify: bool,
 }
 
 /// Everything the local flow talks to.
@@ -139,6 +142,11 @@ pub struct LocalRequest {
     pub path: PathBuf,
     /// The base (`--base REF`); `None`: the merge base with the default branch.
     pub base: Option<String>,
+    /// The title the agent sees (`review-bot eval`'s case title); `None`:
+    /// "Local changes in DIRECTORY against BASE".
+    pub title: Option<String>,
+    /// The description the agent sees; `None`: empty.
+    pub body: Option<String>,
 }
 
 /// The commit the changes are measured from.
@@ -211,6 +219,11 @@ pub struct LocalReport {
     pub agent_turns: u32,
     /// Where the time went.
     pub timings: Timings,
+    /// The findings the verification pass withheld as unlikely, with its verdicts.
+    pub withheld: Vec<(
+        review_core::findings::LineComment,
+        crate::review::verify::Verdict,
+    )>,
 }
 
 /// Why a local review failed.
@@ -256,6 +269,9 @@ pub enum LocalError {
     /// The diff did not parse, or the snapshot could not be written.
     #[error("{0}")]
     Prepare(String),
+    /// The verification pass failed.
+    #[error("the verification pass failed: {0}")]
+    Verify(PassError),
 }
 
 impl LocalError {
@@ -563,6 +579,7 @@ impl LocalReviewer {
             job_directory: job_directory.to_owned(),
             agent_cost_usd: 0.0,
             agent_turns: 0,
+            withheld: Vec::new(),
             timings,
         };
         if diff.is_empty() {
@@ -579,8 +596,10 @@ impl LocalReviewer {
             bot_login: None,
             pull_request: PullRequestInfo {
                 number: 1,
-                title: format!("Local changes in {name} against {}", base.description),
-                body: String::new(),
+                title: request.title.clone().unwrap_or_else(|| {
+                    format!("Local changes in {name} against {}", base.description)
+                }),
+                body: request.body.clone().unwrap_or_default(),
                 author: String::new(),
                 base_ref: BASE_BRANCH.to_owned(),
                 head_ref: HEAD_BRANCH.to_owned(),
@@ -780,7 +799,58 @@ impl LocalReviewer {
             reviewed_at: chrono::Utc::now().to_rfc3339(),
             reviewer: format!("claude-code/{model}"),
         });
-        let findings = composed.findings;
+        let mut findings = composed.findings;
+        let duplicates = composed.duplicates;
+        let step = if self.settings.verify && !findings.line_comments.is_empty() {
+            step.done(format!(
+                "{} finding{}, {duplicates} duplicate{} dropped",
+                findings.line_comments.len(),
+                if findings.line_comments.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                if duplicates == 1 { "" } else { "s" },
+            ));
+            let verify_step = progress.step("verification pass");
+            let started = Instant::now();
+            let comments = std::mem::take(&mut findings.line_comments);
+            match crate::review::verify::verify(
+                &claude,
+                tree,
+                job_directory,
+                &snapshot.diff,
+                BASE_BRANCH,
+                &comments,
+                0,
+            )
+            .await
+            {
+                Ok(verification) => {
+                    report.agent_cost_usd += verification.cost_usd;
+                    report.agent_turns += verification.turns;
+                    report.timings.agent += verification.duration;
+                    report.timings.passes += started.elapsed();
+                    verify_step.done(format!(
+                        "{} kept, {} withheld as unlikely, ${:.2}",
+                        verification.kept.len(),
+                        verification.withheld.len(),
+                        verification.cost_usd
+                    ));
+                    findings.line_comments = verification.kept;
+                    findings.review_summary.confidence_breakdown =
+                        compose::breakdown(&findings.line_comments);
+                    report.withheld = verification.withheld;
+                }
+                Err(error) => {
+                    verify_step.failed(error.to_string());
+                    return Err(LocalError::Verify(error));
+                }
+            }
+            progress.step("anchor")
+        } else {
+            step
+        };
         let placements: Vec<&'static str> = findings
             .line_comments
             .iter()
@@ -794,10 +864,13 @@ impl LocalReviewer {
             } else {
                 "s"
             },
-            composed.duplicates,
-            if composed.duplicates == 1 { "" } else { "s" },
+            duplicates,
+            if duplicates == 1 { "" } else { "s" },
         ));
         report.markdown = review_markdown(&name, &base, &findings, &placements);
+        if let Some(note) = crate::review::verify::withheld_note(report.withheld.len()) {
+            let _ = write!(report.markdown, "\n{note}\n");
+        }
         report.delivery = Some(
             self.present(&report.markdown, &repository.top, job_directory)
                 .await,

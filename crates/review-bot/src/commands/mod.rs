@@ -3,6 +3,7 @@
 pub mod discover;
 pub mod doctor;
 pub mod doctor_build;
+pub mod eval;
 pub mod findings;
 pub mod mcp;
 pub mod panel;
@@ -31,6 +32,7 @@ pub fn run(command: Command, config_file: Option<&std::path::Path>) -> anyhow::R
         Command::Review(args) => review::run(&args, config_file),
         Command::Step(args) => step::run(&args, config_file),
         Command::Run(args) => run::run(&args, config_file),
+        Command::Eval(args) => eval::run(&args, config_file),
     }
 }
 

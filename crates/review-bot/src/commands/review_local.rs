@@ -48,6 +48,8 @@ pub fn run(args: &ReviewArgs, config_file: Option<&std::path::Path>) -> anyhow::
     let request = LocalRequest {
         path,
         base: args.base.clone(),
+        title: None,
+        body: None,
     };
     let interactive = std::io::stderr().is_terminal();
     let started = Instant::now();
@@ -69,7 +71,7 @@ pub fn run(args: &ReviewArgs, config_file: Option<&std::path::Path>) -> anyhow::
 }
 
 /// The reviewer from the configuration; every mistake here is an exit 2.
-fn local_reviewer(config: &config::Config) -> anyhow::Result<LocalReviewer> {
+pub(crate) fn local_reviewer(config: &config::Config) -> anyhow::Result<LocalReviewer> {
     let environment = |name: &str| std::env::var(name).ok();
     super::review::require_model_credential(config)?;
     let prompts = Prompts::load(config.agent.prompts_dir.as_deref())
@@ -97,6 +99,7 @@ fn local_reviewer(config: &config::Config) -> anyhow::Result<LocalReviewer> {
             git_timeout: Duration::from_secs(config.git.timeout_secs),
             containment,
             panel_socket: Some(review_mcp::panel::default_socket_path()),
+            verify: config.review.verify,
         },
     })
 }

@@ -4,6 +4,7 @@ mod build_sources;
 mod daemon;
 mod discover;
 mod doctor;
+mod eval;
 mod findings;
 mod git_paths;
 mod mcp;

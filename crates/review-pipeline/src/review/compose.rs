@@ -387,7 +387,8 @@ fn title_from(message: &str) -> String {
     }
 }
 
-fn breakdown(comments: &[LineComment]) -> ConfidenceBreakdown {
+/// Counts per confidence level (also after the verification pass withheld some).
+pub(crate) fn breakdown(comments: &[LineComment]) -> ConfidenceBreakdown {
     let count = |level| {
         comments
             .iter()

@@ -32,6 +32,7 @@ pub mod agent_pass;
 pub mod compose;
 pub mod plan;
 pub mod post;
+pub mod verify;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,300 @@
+//! `review-bot eval CASES` and `review-bot eval --from-history REPO`: the
+//! review flow (as `review --local` runs it) on each case of a case set, its
+//! findings scored against the case's golden findings (review-eval).
+//!
+//! Glue only: the configuration becomes the local flow's reviewer (no review
+//! panel: each case's review goes to `review.md` in its job directory); the
+//! cases come from review-eval's `case::load` or `history::build` (and
+//! `history::save` with `--save`); the cases run `--jobs` at a time; progress
+//! goes to standard error, one line per step; the report (text, or `--json`)
+//! to standard output. Exit codes: 0 when every case ran, 1 when a case
+//! failed (it is reported, its golden findings counted as missed), 2 on bad
+//! usage or configuration.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use review_eval::case::Case;
+use review_eval::git::Git;
+use review_eval::history::{self, HistoryOptions};
+use review_eval::report;
+use review_eval::run::{self, CaseResult, RunSettings};
+use review_pipeline::progress::{Progress, ProgressEvent};
+
+use crate::config;
+
+/// `review-bot eval`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// The case set: a `.json` case file (one case or an array) or a
+    /// directory of them (see the README's "Measuring review quality").
+    #[arg(
+        value_name = "CASES",
+        required_unless_present = "from_history",
+        conflicts_with = "from_history"
+    )]
+    pub cases: Option<PathBuf>,
+
+    /// How many lines off a finding may be and still hit a golden finding.
+    #[arg(long, value_name = "LINES", default_value_t = review_eval::score::DEFAULT_WINDOW)]
+    pub window: u32,
+
+    /// Print the scores as JSON: `{"cases": [{"name", "matched", "missed",
+    /// "extra"}], "totals": {"golden", "findings", "matched", "precision",
+    /// "recall", "f1", "cost_usd", "agent_seconds", "turns"}}`.
+    #[arg(long)]
+    pub json: bool,
+
+    /// How many cases run at once.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
+
+    /// Build the cases from this repository's own bug fixes: for a fix
+    /// commit F, base F and a head that puts back what F changed; the golden
+    /// findings are the lines that head touches.
+    #[arg(long, value_name = "REPO")]
+    pub from_history: Option<PathBuf>,
+
+    /// With --from-history: only fixes committed since this date (git's
+    /// `--since`: 2025-01-31, "3 months ago").
+    #[arg(long, value_name = "DATE", requires = "from_history")]
+    pub since: Option<String>,
+
+    /// With --from-history: build at most this many cases.
+    #[arg(long, value_name = "N", default_value_t = history::DEFAULT_LIMIT, requires = "from_history")]
+    pub limit: usize,
+
+    /// With --from-history: the commit messages that mark a fix (a
+    /// case-insensitive regular expression, git's `--grep`).
+    #[arg(long, value_name = "PATTERN", default_value = history::DEFAULT_GREP, requires = "from_history")]
+    pub grep: String,
+
+    /// With --from-history: the fix commits, named (SHAs or refs, separated
+    /// by commas) instead of found by --grep and --since.
+    #[arg(
+        long,
+        value_name = "SHA,…",
+        value_delimiter = ',',
+        requires = "from_history"
+    )]
+    pub commits: Vec<String>,
+
+    /// With --from-history: skip a fix that changes more files than this.
+    #[arg(long, value_name = "N", default_value_t = history::DEFAULT_MAX_FILES, requires = "from_history")]
+    pub max_files: usize,
+
+    /// With --from-history: write the cases built (a git bundle and one
+    /// case file each) to this directory, so `review-bot eval DIR` repeats
+    /// the run exactly.
+    #[arg(long, value_name = "DIR", requires = "from_history")]
+    pub save: Option<PathBuf>,
+
+    /// Match findings to golden descriptions with the agent (for golden
+    /// findings without lines). Not available yet.
+    #[arg(long)]
+    pub judge: bool,
+
+    /// Run every case twice, as configured and with SETTING=VALUE (such as
+    /// review.verify=true), and print both side by side. Not available yet.
+    #[arg(long, value_name = "SETTING=VALUE")]
+    pub compare: Option<String>,
+}
+
+/// Runs `eval`.
+pub fn run(args: &EvalArgs, config_file: Option<&Path>) -> anyhow::Result<ExitCode> {
+    if args.judge {
+        anyhow::bail!(
+            "--judge is not available yet: golden findings must have a file and a line; \
+             run without --judge"
+        );
+    }
+    if args.compare.is_some() {
+        anyhow::bail!(
+            "--compare is not available yet: run `review-bot eval` once per setting \
+             (REVIEW_BOT_<TABLE>_<KEY>=VALUE) and compare the totals"
+        );
+    }
+    let loaded = config::load(config_file)?;
+    let mut reviewer = super::review_local::local_reviewer(&loaded.config)?;
+    // Every case would replace the panel's review: each goes to its job's review.md.
+    reviewer.settings.panel_socket = None;
+    let run_directory = reviewer
+        .settings
+        .work_dir
+        .join("eval")
+        .join(uuid::Uuid::new_v4().to_string());
+    let git_home = run_directory.join("git-home");
+    std::fs::create_dir_all(&git_home)
+        .with_context(|| format!("could not create {}", git_home.display()))?;
+    // Absolute, since git runs in directories below it.
+    let run_directory = std::path::absolute(&run_directory).unwrap_or(run_directory);
+    let git_home = run_directory.join("git-home");
+    let git = Git {
+        home: git_home,
+        timeout: reviewer.settings.git_timeout,
+        containment: reviewer.settings.containment.clone(),
+    };
+    let settings = Arc::new(RunSettings {
+        scratch_dir: run_directory.join("cases"),
+        git: git.clone(),
+        window: args.window,
+    });
+    let reviewer = Arc::new(reviewer);
+    let jobs = usize::from(args.jobs);
+    let window = args.window;
+    let json = args.json;
+    let started = Instant::now();
+    let outcome = super::block_on(async move {
+        let cases = load_cases(args, &git, &run_directory).await?;
+        eprintln!(
+            "eval: {} case{}, {jobs} at a time, window {window}",
+            cases.len(),
+            if cases.len() == 1 { "" } else { "s" }
+        );
+        let results = run::run_cases(
+            reviewer,
+            settings,
+            cases,
+            jobs,
+            Arc::new(|name: &str| case_progress(name)),
+        )
+        .await;
+        if let Err(error) = std::fs::remove_dir_all(&run_directory) {
+            tracing::warn!(%error, directory = %run_directory.display(), "could not remove eval's scratch directory");
+        }
+        anyhow::Ok(results)
+    })??;
+    let wall = started.elapsed();
+    Ok(print(&outcome, json, window, wall))
+}
+
+/// The cases: loaded from CASES, or built from history (and saved).
+async fn load_cases(args: &EvalArgs, git: &Git, run_directory: &Path) -> anyhow::Result<Vec<Case>> {
+    if let Some(path) = &args.cases {
+        return Ok(review_eval::case::load(path)?);
+    }
+    let repository = args
+        .from_history
+        .as_deref()
+        .context("give CASES or --from-history REPO")?;
+    let options = HistoryOptions {
+        since: args.since.clone(),
+        limit: args.limit,
+        grep: args.grep.clone(),
+        commits: args.commits.clone(),
+        max_files: args.max_files,
+    };
+    let built = history::build(
+        git,
+        repository,
+        &run_directory.join("history.git"),
+        &options,
+    )
+    .await?;
+    let mut counts: std::collections::BTreeMap<history::SkipReason, usize> =
+        std::collections::BTreeMap::new();
+    for skipped in &built.skipped {
+        *counts.entry(skipped.reason).or_default() += 1;
+    }
+    let skipped: Vec<String> = counts
+        .iter()
+        .map(|(reason, count)| format!("{count} {}", reason.describe()))
+        .collect();
+    eprintln!(
+        "from history: {} case{} built from {}; {} skipped{}",
+        built.cases.len(),
+        if built.cases.len() == 1 { "" } else { "s" },
+        repository.display(),
+        built.skipped.len(),
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", skipped.join(", "))
+        }
+    );
+    if let Some(directory) = &args.save {
+        let written = history::save(git, &built, directory).await?;
+        eprintln!(
+            "saved {} case{} and the bundle to {} (rerun: review-bot eval {})",
+            written.len().saturating_sub(1),
+            if written.len() == 2 { "" } else { "s" },
+            directory.display(),
+            directory.display()
+        );
+    }
+    if built.cases.is_empty() {
+        anyhow::bail!(
+            "no case could be built from {}'s history: no fix matched (--grep {:?}{}), or every \
+             match was skipped; widen --since or --grep, or name fixes with --commits",
+            repository.display(),
+            args.grep,
+            args.since
+                .as_deref()
+                .map(|since| format!(", --since {since:?}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(built.cases)
+}
+
+/// One case's progress: a line per finished step on standard error.
+fn case_progress(name: &str) -> Progress {
+    let name = name.to_owned();
+    Progress::new(move |event| match event {
+        ProgressEvent::Started { .. } => {}
+        ProgressEvent::Finished {
+            step,
+            detail,
+            elapsed,
+            ok,
+        } => eprintln!(
+            "{name}: {} {step} ({detail}, {:.1} s)",
+            if ok { "✓" } else { "✗" },
+            elapsed.as_secs_f64()
+        ),
+        ProgressEvent::Note { message } => eprintln!("{name}: {message}"),
+    })
+}
+
+/// Prints the report; the exit code.
+fn print(results: &[CaseResult], json: bool, window: u32, wall: Duration) -> ExitCode {
+    for result in results {
+        if let Some(error) = &result.error {
+            eprintln!(
+                "error: case {} failed: {error} ({} golden finding{} counted as missed)",
+                result.name,
+                result.golden.len(),
+                if result.golden.len() == 1 { "" } else { "s" }
+            );
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report::json_document(results))
+                .unwrap_or_else(|_| "{}".to_owned())
+        );
+    } else {
+        print!("{}", report::text_report(results, window));
+    }
+    let totals = report::Totals::of(results);
+    #[allow(clippy::cast_precision_loss)] // A count of cases.
+    let per_case = totals.overhead().as_secs_f64() / results.len().max(1) as f64;
+    eprintln!(
+        "eval: wall {:.1} s for {} case{}; the agent {:.1} s; eval and the flow's own overhead {:.1} s ({:.2} s per case)",
+        wall.as_secs_f64(),
+        results.len(),
+        if results.len() == 1 { "" } else { "s" },
+        totals.agent.as_secs_f64(),
+        totals.overhead().as_secs_f64(),
+        per_case,
+    );
+    if totals.failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

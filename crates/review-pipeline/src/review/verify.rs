@@ -1,0 +1,199 @@
+//! The verification pass (`review.verify`): each finding of the review
+//! passes is looked at again by a fresh agent run that sees the finding, the
+//! checkout and the diff, and answers, through Claude Code's structured
+//! output (`--json-schema`), `confirmed` or `refuted` with a confidence
+//! 0–100. A refuted finding, or a confirmed one under `min_confidence`, is
+//! withheld: not posted, kept in the result with its verdict. Findings share
+//! a run, [`BATCH`] at a time, to bound the cost. A finding the verifier
+//! gives no verdict on is kept as it was: the pass removes only what it
+//! refutes or doubts.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use review_agent::claude::{ClaudeCode, ClaudeCodeRun};
+use review_core::findings::LineComment;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::agent_pass::PassError;
+
+/// How many findings one verifier run looks at.
+pub const BATCH: usize = 5;
+
+/// The most diff text a verifier prompt carries (the agent reads the rest
+/// from the checkout with `git diff`).
+const DIFF_LIMIT: usize = 60_000;
+
+/// The verifier's answer on one finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// True for `confirmed`, false for `refuted`.
+    pub confirmed: bool,
+    /// 0–100: how sure the verifier is of its verdict.
+    pub confidence: u8,
+    /// One or two sentences.
+    pub reason: String,
+}
+
+/// What the pass did.
+#[derive(Debug, Clone, Default)]
+pub struct Verification {
+    /// The findings to post (confirmed, or without a verdict).
+    pub kept: Vec<LineComment>,
+    /// The findings withheld as unlikely, with the verdict that withheld them.
+    pub withheld: Vec<(LineComment, Verdict)>,
+    /// What the verifier runs cost, in US dollars.
+    pub cost_usd: f64,
+    /// Their turns.
+    pub turns: u32,
+    /// Their time, as the agent reports it.
+    pub duration: Duration,
+}
+
+/// The structured answer the verifier must give.
+pub fn answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "verdicts": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "finding": {"type": "integer", "minimum": 1},
+                        "verdict": {"type": "string", "enum": ["confirmed", "refuted"]},
+                        "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
+                        "reason": {"type": "string"}
+                    },
+                    "required": ["finding", "verdict", "confidence", "reason"]
+                }
+            }
+        },
+        "required": ["verdicts"]
+    })
+}
+
+#[derive(Debug, Deserialize)]
+struct Answer {
+    verdicts: Vec<AnswerVerdict>,
+}
+
+#[derive(Debug, Deserialize)]
+struct AnswerVerdict {
+    finding: usize,
+    verdict: String,
+    confidence: u8,
+    #[serde(default)]
+    reason: String,
+}
+
+/// The verifier's task for one batch (numbered from 1).
+pub fn verifier_prompt(findings: &[&LineComment], diff: &str, base_ref: &str) -> String {
+    let mut prompt = format!(
+        "You verify findings of a code review of the changes in this checkout \
+         (`git diff {base_ref}...HEAD`). For each finding below, read the code it points \
+         at and decide whether it is a real problem the change introduces. Answer through \
+         the structured output: for each finding its number, `confirmed` or `refuted`, your \
+         confidence 0-100 in that verdict, and a one-sentence reason. Refute a finding that \
+         is wrong, already handled, or not caused by the change.\n\n"
+    );
+    for (index, finding) in findings.iter().enumerate() {
+        let _ = write!(
+            prompt,
+            "## Finding {}\n\n{}:{} ({} side) — {}\n\n{}\n\n",
+            index + 1,
+            finding.file,
+            finding.line,
+            match finding.side() {
+                review_core::anchor::Side::Left => "old",
+                review_core::anchor::Side::Right => "new",
+            },
+            review_core::payload::single_line(&finding.title),
+            finding.description.trim()
+        );
+    }
+    let mut shown = diff;
+    let mut cut = false;
+    if shown.len() > DIFF_LIMIT {
+        let mut end = DIFF_LIMIT;
+        while !shown.is_char_boundary(end) {
+            end -= 1;
+        }
+        shown = &shown[..end];
+        cut = true;
+    }
+    prompt.push_str("## The diff\n\n```diff\n");
+    prompt.push_str(shown);
+    if cut {
+        prompt.push_str("\n… (cut; run `git diff` for the rest)");
+    }
+    prompt.push_str("\n```\n");
+    prompt
+}
+
+/// Runs the pass on `findings` in `worktree` (see the module documentation).
+pub async fn verify(
+    claude: &ClaudeCode,
+    worktree: &Path,
+    run_directory: &Path,
+    diff: &str,
+    base_ref: &str,
+    findings: &[LineComment],
+    min_confidence: u8,
+) -> Result<Verification, PassError> {
+    let mut verification = Verification::default();
+    for (batch_number, batch) in findings.chunks(BATCH).enumerate() {
+        let directory = run_directory.join(format!("verify-{}", batch_number + 1));
+        std::fs::create_dir_all(&directory).map_err(|source| PassError::File {
+            path: directory.clone(),
+            source,
+        })?;
+        let references: Vec<&LineComment> = batch.iter().collect();
+        let run = ClaudeCodeRun::new(
+            verifier_prompt(&references, diff, base_ref),
+            worktree,
+            &directory,
+        )
+        .with_json_schema(answer_schema());
+        let agent_run = claude.run(&run).await?.into_success()?;
+        verification.cost_usd += agent_run.total_cost_usd;
+        verification.turns += agent_run.num_turns;
+        verification.duration += agent_run.duration;
+        let verdicts: Vec<AnswerVerdict> = agent_run
+            .structured_output
+            .and_then(|value| serde_json::from_value::<Answer>(value).ok())
+            .map(|answer| answer.verdicts)
+            .unwrap_or_default();
+        for (index, finding) in batch.iter().enumerate() {
+            let verdict = verdicts
+                .iter()
+                .rev()
+                .find(|verdict| verdict.finding == index + 1)
+                .map(|verdict| Verdict {
+                    confirmed: verdict.verdict == "confirmed",
+                    confidence: verdict.confidence.min(100),
+                    reason: verdict.reason.clone(),
+                });
+            match verdict {
+                Some(verdict) if !verdict.confirmed || verdict.confidence < min_confidence => {
+                    verification.withheld.push((finding.clone(), verdict));
+                }
+                _ => verification.kept.push(finding.clone()),
+            }
+        }
+    }
+    Ok(verification)
+}
+
+/// The review body's line for withheld findings, if any.
+pub fn withheld_note(count: usize) -> Option<String> {
+    match count {
+        0 => None,
+        1 => Some("_1 finding withheld as unlikely by the verification pass._".to_owned()),
+        count => Some(format!(
+            "_{count} findings withheld as unlikely by the verification pass._"
+        )),
+    }
+}
