@@ -22,6 +22,7 @@ pub mod git;
 pub mod local;
 pub mod progress;
 pub mod review;
+pub mod runs;
 pub mod write;
 
 pub use checkout::{CheckoutError, CheckoutRequest, CheckoutSettings, Checkouts, Worktree};
