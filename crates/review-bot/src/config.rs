@@ -157,6 +157,30 @@ pub const KEYS: &[Key] = &[
         "a table of variables such as { GOFLAGS = \"-mod=mod\" }",
     ),
     key(
+        "sandbox.tmp_size_mib",
+        "a whole number of MiB (0: no limit)",
+    ),
+    key(
+        "sandbox.memory_limit_mib",
+        "a whole number of MiB (0: no limit)",
+    ),
+    key(
+        "sandbox.process_limit",
+        "a whole number of processes (0: no limit)",
+    ),
+    key(
+        "sandbox.file_size_limit_mib",
+        "a whole number of MiB (0: no limit)",
+    ),
+    key(
+        "sandbox.runs_max_age_days",
+        "a whole number of days (0: kept by age)",
+    ),
+    key(
+        "sandbox.runs_max_size_mib",
+        "a whole number of MiB (0: no limit)",
+    ),
+    key(
         "daemon.repositories",
         "a list of \"OWNER/REPO\" and \"OWNER\" such as [\"octo/widgets\", \"acme\"]",
     ),
@@ -491,10 +515,29 @@ pub struct SandboxConfig {
     pub pass_environment: Vec<String>,
     /// Variables set in every build's environment (they win over all others).
     pub environment: BTreeMap<String, String>,
+    /// MiB of a confined run's private `/tmp` (and `/var/tmp`), a tmpfs
+    /// held in memory; 0: bubblewrap's default, half the host's memory.
+    pub tmp_size_mib: u64,
+    /// MiB of memory (data segment, `RLIMIT_DATA`) per process of a
+    /// confined run; 0: no limit.
+    pub memory_limit_mib: u64,
+    /// Processes of the run's user (`RLIMIT_NPROC`) a confined run may
+    /// start; 0: no limit.
+    pub process_limit: u64,
+    /// MiB of one file a confined run writes (`RLIMIT_FSIZE`); 0: no limit.
+    pub file_size_limit_mib: u64,
+    /// Days after which a run directory (`work_dir/runs/…`) no job is
+    /// working in is removed; 0: kept by age.
+    pub runs_max_age_days: u64,
+    /// MiB all run directories may take; past it, the oldest no job is
+    /// working in are removed; 0: no limit.
+    pub runs_max_size_mib: u64,
 }
 
 impl Default for SandboxConfig {
     fn default() -> Self {
+        let limits = review_sandbox::Limits::DEFAULT;
+        let mib = |bytes: Option<u64>| bytes.map_or(0, |bytes| bytes >> 20);
         Self {
             mode: SandboxMode::Required,
             build_network: true,
@@ -503,6 +546,36 @@ impl Default for SandboxConfig {
             readable_paths: Vec::new(),
             pass_environment: Vec::new(),
             environment: BTreeMap::new(),
+            tmp_size_mib: mib(limits.tmp_size),
+            memory_limit_mib: mib(limits.memory),
+            process_limit: limits.processes.unwrap_or(0),
+            file_size_limit_mib: mib(limits.file_size),
+            runs_max_age_days: 14,
+            runs_max_size_mib: 20 * 1024,
+        }
+    }
+}
+
+impl SandboxConfig {
+    /// The resource bounds of every confined run (0 is none).
+    pub fn limits(&self) -> review_sandbox::Limits {
+        let bytes = |mib: u64| (mib > 0).then(|| mib.saturating_mul(1 << 20));
+        review_sandbox::Limits {
+            tmp_size: bytes(self.tmp_size_mib),
+            memory: bytes(self.memory_limit_mib),
+            processes: (self.process_limit > 0).then_some(self.process_limit),
+            file_size: bytes(self.file_size_limit_mib),
+        }
+    }
+
+    /// How run directories are pruned.
+    pub fn runs_pruning(&self) -> review_pipeline::runs::Pruning {
+        review_pipeline::runs::Pruning {
+            max_age: (self.runs_max_age_days > 0).then(|| {
+                std::time::Duration::from_hours(self.runs_max_age_days.saturating_mul(24))
+            }),
+            max_bytes: (self.runs_max_size_mib > 0)
+                .then(|| self.runs_max_size_mib.saturating_mul(1 << 20)),
         }
     }
 }
@@ -784,7 +857,8 @@ impl Config {
             self.hide_own_files(
                 review_sandbox::Confinement::new()
                     .with_readable_paths(self.sandbox.readable_paths.iter().cloned())
-                    .with_network(self.sandbox.build_network),
+                    .with_network(self.sandbox.build_network)
+                    .with_limits(self.sandbox.limits()),
             )
         })
     }
@@ -811,7 +885,8 @@ impl Config {
         }
         let mut confinement = review_sandbox::Confinement::new()
             .with_readable_paths(review_sandbox::toolchain_directories())
-            .with_readable_paths(self.sandbox.readable_paths.iter().cloned());
+            .with_readable_paths(self.sandbox.readable_paths.iter().cloned())
+            .with_limits(self.sandbox.limits());
         if let Some(install) = install_directory(claude_executable) {
             confinement = confinement.with_readable(install);
         }
@@ -821,19 +896,36 @@ impl Config {
         Ok(Some(self.hide_own_files(confinement)))
     }
 
-    /// Masks the bot's store and work directory's shared parts should a
-    /// readable path cover them.
+    /// Every file of secrets the configuration names, wherever it lives:
+    /// the configuration file itself, the GitHub App's private key, the
+    /// SQLite store (with its journal files) and the operator's Claude Code
+    /// login (`agent.config_dir`). Hidden from builds and agents; `doctor`
+    /// checks that a confined run cannot read them.
+    pub fn secret_files(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        files.extend(self.source_file.clone());
+        files.extend(self.github.app_private_key_file.clone());
+        if let Ok(url) = self.database_url()
+            && let Some(path) = url.strip_prefix("sqlite://")
+        {
+            let path = path.split_once('?').map_or(path, |(path, _)| path);
+            files.push(PathBuf::from(path));
+            for suffix in ["-wal", "-shm", "-journal"] {
+                files.push(PathBuf::from(format!("{path}{suffix}")));
+            }
+        }
+        files.extend(self.agent.config_dir.clone());
+        files
+    }
+
+    /// Masks the bot's secret files ([`Config::secret_files`]) and the work
+    /// directory's shared parts should a readable path cover them.
     fn hide_own_files(
         &self,
         mut confinement: review_sandbox::Confinement,
     ) -> review_sandbox::Confinement {
-        if let Some(file) = &self.source_file {
-            confinement = confinement.with_hidden(file.clone());
-        }
-        if let Ok(url) = self.database_url()
-            && let Some(path) = url.strip_prefix("sqlite://")
-        {
-            confinement = confinement.with_hidden(PathBuf::from(path));
+        for file in self.secret_files() {
+            confinement = confinement.with_hidden(file);
         }
         if let Ok(work_dir) = self.work_dir() {
             confinement = confinement.with_hidden(work_dir.join("mirrors"));

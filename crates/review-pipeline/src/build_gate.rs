@@ -40,7 +40,8 @@
 //!
 //! With [`BuildGateSettings::confinement`] set, the commands are also
 //! **confined** ([`review_sandbox::Confinement`]): they see the system and the
-//! given toolchains read-only, the worktree and `RUN/build` writable, the
+//! given toolchains read-only, the worktree, `RUN/build/home` and
+//! `RUN/build/tmp` writable (never `RUN/build`, where the logs are), the
 //! worktree's own repository (the mirror its `.git` file points into)
 //! read-only, a private `/tmp`, and nothing else of the bot's — not its
 //! config file, store, home, processes, nor other jobs' checkouts; the
@@ -95,7 +96,7 @@ pub struct BuildGateSettings {
     /// `PATH` for the commands, after the toolchains' own entries.
     pub path: OsString,
     /// What the commands may see, beyond the job's own paths, which the gate
-    /// adds (the worktree and `RUN/build` writable, the worktree's repository
+    /// adds (the worktree, `RUN/build/home` and `RUN/build/tmp` writable, the worktree's repository
     /// read-only, the toolchains and the repository's caches): extra
     /// read-only paths, paths to mask, and whether the network is kept.
     /// `None`: not confined (only the processes are held).
@@ -244,8 +245,9 @@ pub struct BuildEnvironment {
     pub home: PathBuf,
     /// `TMPDIR`: `RUN/build/tmp`.
     pub temporary: PathBuf,
-    /// Writable for the commands besides the worktree: `RUN/build` and the
-    /// repository's caches (`home` lies in one of them).
+    /// Writable for the commands besides the worktree: `RUN/build/home`
+    /// (or the repository's caches, where a shared home lies) and
+    /// `RUN/build/tmp` — never `RUN/build`, where the logs are.
     pub writable: Vec<PathBuf>,
     /// Read-only for the commands: the toolchains' directories.
     pub readable: Vec<PathBuf>,
@@ -272,10 +274,14 @@ pub fn build_environment(
     build_directory: &Path,
 ) -> Result<BuildEnvironment, BuildGateError> {
     let temporary = build_directory.join("tmp");
-    let mut writable = vec![build_directory.to_owned()];
+    // Only the job's home and temporary directory are the build's to write,
+    // never `RUN/build` itself: the bot's logs live there, and a link
+    // planted next to them (`$HOME/../02.log → the config`) would be
+    // written through.
     let mut cache_variables: Vec<(OsString, OsString)> = Vec::new();
     let mut caches_lock = None;
     let mut home = build_directory.join("home");
+    let mut writable = Vec::new();
     if let Some(caches) = &settings.repository_caches {
         create_private_directory(caches)?;
         caches_lock = Some(lock_caches(caches)?);
@@ -289,9 +295,21 @@ pub fn build_environment(
         }
         writable.push(caches.clone());
     }
-    for directory in [build_directory, &home, &temporary] {
+    create_private_directory(build_directory)?;
+    // A job's own home and temporary directory start empty: what an earlier
+    // run of the job (resumed after a crash) left there, links included,
+    // goes.
+    let private_home = home.starts_with(build_directory);
+    for directory in [&home, &temporary] {
+        if directory.starts_with(build_directory) {
+            remove_entry(directory)?;
+        }
         create_private_directory(directory)?;
     }
+    if private_home {
+        writable.push(home.clone());
+    }
+    writable.push(temporary.clone());
     let mut variables: Vec<(OsString, OsString)> = vec![
         (
             "PATH".into(),
@@ -589,6 +607,15 @@ pub async fn run_commands(
     }
     let build_directory = run_directory.join("build");
     let environment = build_environment(settings, &build_directory)?;
+    // The job's home and temporary directory go when the job ends, however
+    // it ends (a build can leave gigabytes there); the logs stay.
+    let _removed_at_the_end = RemovedAtTheEnd(
+        [&environment.home, &environment.temporary]
+            .into_iter()
+            .filter(|directory| directory.starts_with(&build_directory))
+            .cloned()
+            .collect(),
+    );
     let home = environment.home.clone();
     let temporary = environment.temporary.clone();
     let shell_path = environment
@@ -988,9 +1015,7 @@ async fn run_session(
         // The shell ended before it reported the command: `exit`, `set -e`,
         // or bubblewrap could not start it.
         if !reported_any
-            && let Some(error) = settings
-                .containment
-                .failure(&shell.program, &String::from_utf8_lossy(&capture.head))
+            && let Some(error) = contained.failure(&String::from_utf8_lossy(&capture.head))
         {
             return Err(error.into());
         }
@@ -1090,6 +1115,41 @@ impl Capture {
     }
 }
 
+/// Directories of a job removed when it ends (dropped), whatever became of
+/// it.
+struct RemovedAtTheEnd(Vec<PathBuf>);
+
+impl Drop for RemovedAtTheEnd {
+    fn drop(&mut self) {
+        for directory in &self.0 {
+            if let Err(error) = remove_entry(directory) {
+                tracing::warn!(%error, "could not remove a build's directory after the job");
+            }
+        }
+    }
+}
+
+/// Remove `path` whatever it is (a directory tree, a file, a link — the link
+/// itself, never what it points at); nothing there is fine.
+fn remove_entry(path: &Path) -> Result<(), BuildGateError> {
+    let removed = match std::fs::symlink_metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => Err(error),
+        // `remove_dir_all` does not follow links inside the tree. A build
+        // can leave directories without write permission: give it back.
+        Ok(metadata) if metadata.is_dir() => {
+            crate::runs::make_writable(path);
+            std::fs::remove_dir_all(path)
+        }
+        Ok(_) => std::fs::remove_file(path),
+    };
+    removed.map_err(|source| BuildGateError::File {
+        action: "remove the build's directory",
+        path: path.to_owned(),
+        source,
+    })
+}
+
 fn create_private_directory(path: &Path) -> Result<(), BuildGateError> {
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -1102,8 +1162,9 @@ fn create_private_directory(path: &Path) -> Result<(), BuildGateError> {
         })
 }
 
-/// Create (or truncate) the build log, readable by the bot's user only:
-/// builds print whatever they like.
+/// Create the build log, readable by the bot's user only (builds print
+/// whatever they like), without following links and only as a new file:
+/// whatever is at its place is removed first, never written through.
 fn create_private_file(path: &Path) -> Result<tokio::fs::File, BuildGateError> {
     review_sandbox::create_private_file(path)
         .map(tokio::fs::File::from_std)

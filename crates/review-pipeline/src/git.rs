@@ -242,10 +242,7 @@ impl Git {
         }
         let stdout = drain(stdout).await;
         let stderr = drain(stderr).await;
-        if let Some(error) = self
-            .containment
-            .failure(&self.program, &String::from_utf8_lossy(&stderr))
-        {
+        if let Some(error) = run.failure(&String::from_utf8_lossy(&stderr)) {
             return Err(error.into());
         }
         let accepted = exit

@@ -26,6 +26,7 @@ pub mod progress;
 pub mod review;
 pub mod step;
 pub mod status;
+pub mod runs;
 pub mod write;
 
 pub use checkout::{CheckoutError, CheckoutRequest, CheckoutSettings, Checkouts, Worktree};

@@ -541,7 +541,11 @@ async fn an_ordinary_build_passes_confined() {
         std::fs::read_to_string(job.run().join("build/01.log")).unwrap_or_default()
     );
     assert!(job.worktree("pr-1").join("built.txt").exists());
-    assert!(job.run().join("build/home/cache").exists());
+    // The job's home is gone after it (a build can leave gigabytes there);
+    // its logs stay.
+    assert!(!job.run().join("build/home").exists());
+    assert!(!job.run().join("build/tmp").exists());
+    assert!(job.run().join("build/01.log").is_file());
 }
 
 #[tokio::test]
@@ -797,4 +801,107 @@ async fn the_comment_has_no_escape_sequences_nor_the_bots_paths_and_counts_bytes
         comment.contains("exited with status 2, so this pull request was not reviewed (the only command from configuration)"),
         "{comment}"
     );
+}
+
+/// The configuration as the operator wrote it, before any attack.
+const OPERATOR_CONFIG: &str = "[github]\ntoken = \"canary-b41d-not-for-pull-requests\"\n";
+
+#[tokio::test]
+async fn a_build_cannot_write_the_bots_files_through_a_link_it_plants() {
+    // The attack, as a PR author who read the docs: the build's HOME is
+    // `RUN/build/home`, the logs are `RUN/build/NN.log`; the first command
+    // links the second command's log to the operator's config, the second
+    // prints what would turn confinement off for every later job.
+    let job = Job::new(
+        README,
+        &[
+            (
+                "build.sh",
+                "ln -sf \"$CONFIG\" \"$HOME/../02.log\" && echo planted next to the logs\n\
+                 ln -sf \"$CONFIG\" \"$HOME/02.log\"\n\
+                 echo built",
+            ),
+            ("run-tests.sh", "printf '[sandbox]\\nmode = \"off\"\\n'"),
+        ],
+    );
+    let config = job.config();
+    let settings = BuildGateSettings::new(DEFAULT_TIMEOUT)
+        .with_path("/usr/local/bin:/usr/bin:/bin")
+        .with_confinement(Confinement::new().with_network(false));
+    let commands = operator_commands(
+        &["./build.sh", "./run-tests.sh"],
+        &[("CONFIG", config.to_str().unwrap())],
+    );
+    let outcome = build_gate::run_commands(&settings, &job.worktree("pr-1"), &job.run(), &commands)
+        .await
+        .unwrap();
+    assert!(matches!(outcome, GateOutcome::Passed { .. }), "{outcome:?}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), OPERATOR_CONFIG);
+    let second = job.run().join("build/02.log");
+    assert!(
+        std::fs::symlink_metadata(&second).unwrap().is_file(),
+        "the log is a file of its own"
+    );
+    assert!(
+        std::fs::read_to_string(second)
+            .unwrap()
+            .contains("mode = \"off\"")
+    );
+}
+
+#[tokio::test]
+async fn a_resumed_job_treats_its_run_directory_as_written_by_an_attacker() {
+    // What an earlier, killed run of the job left: its logs linked to the
+    // operator's config, its home linked to a directory of the bot's.
+    let job = Job::new(
+        README,
+        &[
+            ("build.sh", "echo into-home > \"$HOME/written\"; echo built"),
+            ("run-tests.sh", "echo tested"),
+        ],
+    );
+    let config = job.config();
+    let build = job.run().join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    for log in ["01.log", "02.log"] {
+        std::os::unix::fs::symlink(&config, build.join(log)).unwrap();
+    }
+    let bots = config.parent().unwrap().to_owned();
+    std::os::unix::fs::symlink(&bots, build.join("home")).unwrap();
+    std::os::unix::fs::symlink(&bots, build.join("tmp")).unwrap();
+
+    let outcome = job.gate().await;
+
+    assert!(matches!(outcome, GateOutcome::Passed { .. }), "{outcome:?}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), OPERATOR_CONFIG);
+    assert!(!bots.join("written").exists());
+    assert_eq!(
+        std::fs::read_to_string(build.join("01.log")).unwrap(),
+        "built\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(build.join("02.log")).unwrap(),
+        "tested\n"
+    );
+}
+
+#[tokio::test]
+async fn a_build_posing_as_bubblewrap_is_a_build_failure_blamed_on_the_pull_request() {
+    let job = Job::new(TESTS_ONLY_README, &[]);
+    let settings = BuildGateSettings::new(DEFAULT_TIMEOUT)
+        .with_path("/usr/local/bin:/usr/bin:/bin")
+        .with_confinement(Confinement::new().with_network(false));
+    // It ends the gate's shell (so no report says it was a command) after
+    // printing, first, what bubblewrap prints when it cannot mount /proc.
+    let commands = operator_commands(
+        &["echo \"bwrap: Can't mount proc on /newroot/proc: Operation not permitted\" >&2; exit 1"],
+        &[],
+    );
+    let outcome =
+        build_gate::run_commands(&settings, &job.worktree("pr-1"), &job.run(), &commands).await;
+    let Ok(GateOutcome::Failed(failure)) = outcome else {
+        panic!("a build failure, not a containment error: {outcome:?}");
+    };
+    assert_eq!(failure.end, CommandEnd::Exited(1));
+    assert!(failure.output_tail.starts_with("bwrap: Can't mount proc"));
 }

@@ -22,6 +22,18 @@
 //! file, its store, the work directory's other mirrors, worktrees and run
 //! directories, the service's home — is simply absent.
 //!
+//! A confined run is bounded ([`Limits`]): its private `/tmp` and
+//! `/var/tmp` are tmpfs of a fixed size (bubblewrap's `--size`), and each of
+//! its processes gets resource limits (`setrlimit`, through util-linux's
+//! `prlimit` started in front of bubblewrap, whose limits the run inherits):
+//! the data segment (`RLIMIT_DATA`, what `malloc` and writable mappings
+//! take), the size of a file it writes (`RLIMIT_FSIZE`) and the number of
+//! processes of the user (`RLIMIT_NPROC`). These are rlimits, not a cgroup:
+//! the bot runs on hosts where no cgroup v2 is delegated to it (cgroup v1 in
+//! containers, services without `Delegate=`), and rlimits need no privilege.
+//! The memory limit is per process, and the process limit counts every
+//! process of the user the run runs as (for a root service, all root's).
+//!
 //! The processes run without any capability (`--cap-drop ALL`: bubblewrap
 //! started as root would otherwise keep them, and with them `mount`), with
 //! no new privileges (bubblewrap sets `PR_SET_NO_NEW_PRIVS`), in a session of
@@ -93,6 +105,75 @@ pub const CREDENTIAL_NAMES: &[&str] = &[
     ".claude.json",
 ];
 
+/// Resource bounds of a confined run; `None` is no bound. The defaults are
+/// [`Limits::DEFAULT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of the private `/tmp` (and of `/var/tmp`): a tmpfs takes the
+    /// host's memory, by default up to half of it.
+    pub tmp_size: Option<u64>,
+    /// Bytes of data segment per process (`RLIMIT_DATA`).
+    pub memory: Option<u64>,
+    /// Processes of the run's user (`RLIMIT_NPROC`).
+    pub processes: Option<u64>,
+    /// Bytes of one file written (`RLIMIT_FSIZE`; past it, `SIGXFSZ`).
+    pub file_size: Option<u64>,
+}
+
+impl Limits {
+    /// 512 MiB of `/tmp`, 8 GiB of memory per process, 4096 processes,
+    /// files of 8 GiB at most.
+    pub const DEFAULT: Self = Self {
+        tmp_size: Some(512 << 20),
+        memory: Some(8 << 30),
+        processes: Some(4096),
+        file_size: Some(8 << 30),
+    };
+
+    /// No bound at all.
+    pub const NONE: Self = Self {
+        tmp_size: None,
+        memory: None,
+        processes: None,
+        file_size: None,
+    };
+
+    /// `prlimit`'s arguments before `--` and the command, empty when no
+    /// resource limit is set (the tmpfs size is bubblewrap's). A limit above
+    /// the bot's own hard limit is lowered to it (only a privileged process
+    /// may raise one).
+    pub fn prlimit_arguments(&self) -> Vec<String> {
+        let own = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+        [
+            ("--data", "Max data size", self.memory),
+            ("--nproc", "Max processes", self.processes),
+            ("--fsize", "Max file size", self.file_size),
+        ]
+        .into_iter()
+        .filter_map(|(option, name, limit)| {
+            let limit = match hard_limit(&own, name) {
+                Some(hard) => limit?.min(hard),
+                None => limit?,
+            };
+            Some(format!("{option}={limit}:{limit}"))
+        })
+        .collect()
+    }
+}
+
+/// The hard limit named `name` in `/proc/self/limits`' text; `None` when
+/// unlimited or not found.
+fn hard_limit(limits: &str, name: &str) -> Option<u64> {
+    let line = limits.lines().find(|line| line.starts_with(name))?;
+    line[name.len()..].split_whitespace().nth(1)?.parse().ok()
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
 /// What a confined run may see and change. Build one per job: the job's
 /// worktree ([`Confinement::with_git_worktree`]), run directory and home
 /// (writable), and the toolchains it needs (read-only); then run the command
@@ -115,6 +196,12 @@ pub struct Confinement {
     /// Whether the run keeps the host's network (`false`: a network
     /// namespace of its own, with only a loopback device).
     pub network: bool,
+    /// Read-only paths shown even though they lie in a masked directory:
+    /// a worktree's own administrative directory inside its mirror's
+    /// hidden `worktrees/` (where the other jobs' paths are).
+    pub shown_in_masks: Vec<PathBuf>,
+    /// The run's resource bounds.
+    pub limits: Limits,
 }
 
 impl Default for Confinement {
@@ -132,7 +219,16 @@ impl Confinement {
             readable: Vec::new(),
             hidden: Vec::new(),
             network: true,
+            shown_in_masks: Vec::new(),
+            limits: Limits::DEFAULT,
         }
+    }
+
+    /// Set [`Confinement::limits`].
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Add a writable path (it must exist when the run starts).
@@ -236,10 +332,20 @@ impl Confinement {
                 common.display()
             )));
         }
+        // The mirror's `worktrees/` names every job's worktree (its
+        // `gitdir` files): hidden, but for this worktree's own directory,
+        // which git needs (HEAD, index, logs).
+        let administrative = common.join("worktrees");
+        if git_dir.starts_with(&administrative) {
+            confinement.shown_in_masks.push(git_dir.clone());
+        }
         if !git_dir.starts_with(&common) {
             confinement = confinement.with_readable(git_dir);
         }
-        Ok(confinement.with_readable(dot_git).with_readable(common))
+        Ok(confinement
+            .with_readable(dot_git)
+            .with_readable(common)
+            .with_hidden(administrative))
     }
 
     /// bubblewrap's arguments for this confinement, up to and including the
@@ -280,6 +386,17 @@ impl Confinement {
             }
         }
         for path in &self.writable {
+            // A run directory resumed after a crash was writable to the last
+            // run: a link planted there (`home → /etc`) would make its
+            // target writable to the next one.
+            if std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_symlink()) {
+                return Err(SandboxError::ConfinementPath {
+                    path: path.clone(),
+                    reason: "a writable path must not be a symbolic link (one planted by an \
+                             earlier run?); remove it"
+                        .to_owned(),
+                });
+            }
             let path = canonical(path).map_err(|error| SandboxError::ConfinementPath {
                 path: path.clone(),
                 reason: format!("a writable path must exist: {error}"),
@@ -304,7 +421,7 @@ impl Confinement {
         let masks = masks(&mounts, &readable, &self.hidden);
 
         for mount in &mounts {
-            mount.push_arguments(&mut arguments);
+            mount.push_arguments(&mut arguments, self.limits.tmp_size);
         }
         // A read-only file given through a symbolic link (an npm `.bin/`
         // link to an executable) is shown at the given path too, so the
@@ -317,14 +434,23 @@ impl Confinement {
                 arguments.extend(["--ro-bind".into(), path.into(), given.into()]);
             }
         }
+        let shown_in_masks: Vec<PathBuf> = self
+            .shown_in_masks
+            .iter()
+            .filter_map(|path| canonical(path).ok())
+            .collect();
         for mask in &masks {
             if mask.is_dir() {
-                arguments.extend([
-                    "--tmpfs".into(),
-                    mask.into(),
-                    "--remount-ro".into(),
-                    mask.into(),
-                ]);
+                arguments.extend(["--tmpfs".into(), mask.into()]);
+                // Shown again on top of the mask, before it is made
+                // read-only (the mount point is made in the tmpfs).
+                for path in shown_in_masks
+                    .iter()
+                    .filter(|path| path.starts_with(mask) && *path != mask)
+                {
+                    arguments.extend(["--ro-bind".into(), path.into(), path.into()]);
+                }
+                arguments.extend(["--remount-ro".into(), mask.into()]);
             } else {
                 arguments.extend(["--ro-bind".into(), "/dev/null".into(), mask.into()]);
             }
@@ -430,7 +556,8 @@ impl Mount {
         }
     }
 
-    fn push_arguments(&self, arguments: &mut Vec<OsString>) {
+    /// The mount's arguments; a tmpfs of `tmp_size` bytes when given.
+    fn push_arguments(&self, arguments: &mut Vec<OsString>, tmp_size: Option<u64>) {
         let mut push = |items: &[&std::ffi::OsStr]| {
             arguments.extend(items.iter().map(|item| (*item).to_owned()));
         };
@@ -440,7 +567,13 @@ impl Mount {
             Self::Symlink { target, path } => {
                 push(&["--symlink".as_ref(), target.as_ref(), path.as_ref()]);
             }
-            Self::Tmpfs(path) => push(&["--tmpfs".as_ref(), path.as_ref()]),
+            Self::Tmpfs(path) => {
+                if let Some(size) = tmp_size {
+                    let size = size.to_string();
+                    push(&["--size".as_ref(), size.as_ref()]);
+                }
+                push(&["--tmpfs".as_ref(), path.as_ref()]);
+            }
             Self::Dev => push(&["--dev".as_ref(), "/dev".as_ref()]),
             Self::Proc => push(&["--proc".as_ref(), "/proc".as_ref()]),
         }
@@ -540,6 +673,23 @@ mod tests {
     }
 
     #[test]
+    fn limits_above_the_bots_own_hard_limits_are_lowered_to_them() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\n\
+                      Max file size             unlimited            unlimited            bytes\n\
+                      Max processes             96365                96365                processes\n";
+        assert_eq!(hard_limit(limits, "Max processes"), Some(96_365));
+        assert_eq!(hard_limit(limits, "Max file size"), None);
+        assert_eq!(hard_limit(limits, "Max data size"), None);
+        let arguments = Limits {
+            processes: Some(u64::MAX),
+            ..Limits::NONE
+        }
+        .prlimit_arguments();
+        assert_eq!(arguments.len(), 1);
+        assert_ne!(arguments[0], format!("--nproc={0}:{0}", u64::MAX));
+    }
+
+    #[test]
     fn a_worktree_of_a_mirror_shows_exactly_that_mirror_read_only() {
         let root = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(root.path()).unwrap();
@@ -558,7 +708,12 @@ mod tests {
         .unwrap();
         let confinement = Confinement::new().with_git_worktree(&worktree).unwrap();
         assert_eq!(confinement.writable, std::slice::from_ref(&worktree));
-        assert_eq!(confinement.readable, [worktree.join(".git"), mirror]);
+        assert_eq!(
+            confinement.readable,
+            [worktree.join(".git"), mirror.clone()]
+        );
+        assert_eq!(confinement.hidden, [mirror.join("worktrees")]);
+        assert_eq!(confinement.shown_in_masks, [admin]);
 
         std::fs::write(worktree.join(".git"), "gitdir: /\n").unwrap();
         let error = Confinement::new().with_git_worktree(&worktree).unwrap_err();

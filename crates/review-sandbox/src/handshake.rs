@@ -12,8 +12,9 @@
 //! So the namespace is learned first, through two pipes bubblewrap is handed
 //! at fixed descriptors ([`ARGUMENTS`]):
 //!
-//! 1. `--info-fd 3`: once it has made the namespace, bubblewrap writes
-//!    `{"child-pid": N, …}` there, N being the namespace's first process;
+//! 1. `--json-status-fd 3`: once it has made the namespace, bubblewrap
+//!    writes `{"child-pid": N, …}` there, N being the namespace's first
+//!    process;
 //! 2. `--block-fd 4`: that process then waits for a byte there before it
 //!    starts anything — before it calls `setsid`, forks the command or runs
 //!    it — so until then it is the namespace's only process and is in the
@@ -30,6 +31,14 @@
 //! cannot be read although its first process is there (a `/proc` we may not
 //! read), the run is killed before its command starts and
 //! [`Closed::failure`] says why.
+//!
+//! The same pipe is bubblewrap's own channel for what became of the command
+//! ([`Handshake::command_ran`]): bubblewrap writes `{"exit-code": N}` there
+//! when the command it started has exited, and only when it did start it —
+//! not when it could not set the sandbox up (a mount, `/proc`) or could not
+//! `execvp` the program. The command never holds the pipe (bubblewrap closes
+//! it in the sandbox), so nothing the command prints or writes can pass for
+//! bubblewrap's verdict.
 
 use std::ffi::OsStr;
 use std::io::{PipeReader, PipeWriter, Write as _};
@@ -42,7 +51,8 @@ use tokio::io::AsyncReadExt as _;
 
 use crate::processes::{self, PidNamespace};
 
-/// The descriptor, in bubblewrap, of the pipe it writes its info to.
+/// The descriptor, in bubblewrap, of the pipe it writes its status to (the
+/// namespace's first process, then the command's exit).
 const INFO_FD: i32 = 3;
 /// The descriptor, in bubblewrap, of the pipe its first process in the
 /// namespace waits on.
@@ -52,10 +62,10 @@ const BLOCK_FD: i32 = 4;
 /// [`crate::Containment::command`] and
 /// [`crate::Containment::confined_command`] put them there, and
 /// [`Pipes::install`] hands bubblewrap the pipes they name.
-pub(crate) const ARGUMENTS: [&str; 4] = ["--info-fd", "3", "--block-fd", "4"];
+pub(crate) const ARGUMENTS: [&str; 4] = ["--json-status-fd", "3", "--block-fd", "4"];
 
-/// More than bubblewrap's info ever takes (its first process and a few
-/// namespace ids).
+/// More than bubblewrap's status ever takes (its first process, a few
+/// namespace ids, the command's exit code).
 const INFO_LIMIT: usize = 4096;
 
 /// The handshake's pipes, mapped into a command that is about to start.
@@ -75,8 +85,14 @@ impl Pipes {
         command: &mut tokio::process::Command,
         descriptors: Vec<FdMapping>,
     ) -> std::io::Result<Self> {
-        let arguments = command.as_std().get_args().take(ARGUMENTS.len());
-        if !arguments.eq(ARGUMENTS.iter().map(OsStr::new)) {
+        // bubblewrap's arguments begin with them, after `prlimit`'s when
+        // the run has resource limits.
+        let arguments: Vec<&OsStr> = command.as_std().get_args().collect();
+        let expected: Vec<&OsStr> = ARGUMENTS.iter().map(OsStr::new).collect();
+        if !arguments
+            .windows(ARGUMENTS.len())
+            .any(|window| window == expected.as_slice())
+        {
             return Err(std::io::Error::other(
                 "the command was not made by Containment::command or confined_command, \
                  so bubblewrap would not say which PID namespace the run has",
@@ -111,6 +127,7 @@ impl Pipes {
             release: Some(self.release),
             closed: false,
             failure: None,
+            status: None,
         }));
         let task = tokio::spawn(learn(self.info, leader, Arc::clone(&state)));
         Handshake { state, task }
@@ -138,6 +155,9 @@ struct State {
     closed: bool,
     /// Why the namespace could not be learned (the run was killed).
     failure: Option<String>,
+    /// The rest of bubblewrap's status pipe, once the namespace was learned:
+    /// the pipe and what was read of it past the first document.
+    status: Option<(tokio::net::unix::pipe::Receiver, Vec<u8>)>,
 }
 
 /// What [`Handshake::close`] found.
@@ -165,6 +185,30 @@ impl Handshake {
     }
 }
 
+impl Handshake {
+    /// Whether bubblewrap reported the command's exit on its status pipe:
+    /// `true` when the command was started and has exited, `false` when
+    /// bubblewrap ended without starting it (it could not set the sandbox up
+    /// or `execvp` the program) or was killed first. Call it once the leader
+    /// (bubblewrap) has exited: all it wrote is then in the pipe.
+    pub(crate) fn command_ran(&self) -> bool {
+        let mut state = lock(&self.state);
+        let Some((pipe, text)) = state.status.as_mut() else {
+            return false;
+        };
+        let mut buffer = [0; 512];
+        while text.len() <= INFO_LIMIT {
+            match pipe.try_read(&mut buffer) {
+                Ok(0) => break,
+                Ok(read) => text.extend_from_slice(&buffer[..read]),
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_would_block_or_error) => break,
+            }
+        }
+        std::str::from_utf8(text).is_ok_and(|text| text.contains("\"exit-code\""))
+    }
+}
+
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -172,8 +216,12 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 /// The task: read bubblewrap's info, the namespace of the process it names,
 /// and release the run — or kill it when the namespace cannot be read.
 async fn learn(info: PipeReader, leader: u32, state: Arc<Mutex<State>>) {
+    let mut status = None;
     let learned = match read_child_pid(info).await {
-        Ok(Some(child)) => processes::namespace_of_child(leader, child),
+        Ok(Some((child, pipe, rest))) => {
+            status = Some((pipe, rest));
+            processes::namespace_of_child(leader, child)
+        }
         Ok(None) => Ok(None),
         Err(reason) => Err(reason),
     };
@@ -186,6 +234,7 @@ async fn learn(info: PipeReader, leader: u32, state: Arc<Mutex<State>>) {
     match learned {
         Ok(Some(namespace)) => {
             state.namespace = Some(namespace);
+            state.status = status;
             if let Some(mut release) = state.release.take() {
                 // One byte into an empty pipe never blocks. It fails only
                 // when nothing reads it any more: the namespace's first
@@ -213,35 +262,44 @@ async fn learn(info: PipeReader, leader: u32, state: Arc<Mutex<State>>) {
     }
 }
 
-/// The namespace's first process, from bubblewrap's info; `None` when
-/// bubblewrap closed the pipe without saying (it ended first).
-async fn read_child_pid(info: PipeReader) -> Result<Option<u32>, String> {
+/// The namespace's first process, from bubblewrap's status, with the pipe
+/// and what was read past the first document; `None` when bubblewrap closed
+/// the pipe without saying (it ended first).
+async fn read_child_pid(
+    info: PipeReader,
+) -> Result<Option<(u32, tokio::net::unix::pipe::Receiver, Vec<u8>)>, String> {
     let mut info = tokio::net::unix::pipe::Receiver::from_owned_fd(info.into())
-        .map_err(|error| format!("could not watch bubblewrap's --info-fd pipe: {error}"))?;
+        .map_err(|error| format!("could not watch bubblewrap's --json-status-fd pipe: {error}"))?;
     let mut text = Vec::new();
     let mut buffer = [0; 512];
     // The info is one flat JSON object: it is whole at its `}`.
     while !text.contains(&b'}') {
-        let read = info
-            .read(&mut buffer)
-            .await
-            .map_err(|error| format!("could not read bubblewrap's --info-fd pipe: {error}"))?;
+        let read = info.read(&mut buffer).await.map_err(|error| {
+            format!("could not read bubblewrap's --json-status-fd pipe: {error}")
+        })?;
         if read == 0 {
             return Ok(None);
         }
         text.extend_from_slice(&buffer[..read]);
         if text.len() > INFO_LIMIT {
             return Err(format!(
-                "bubblewrap's --info-fd said more than {INFO_LIMIT} bytes"
+                "bubblewrap's --json-status-fd said more than {INFO_LIMIT} bytes"
             ));
         }
     }
-    child_pid(&text).map(Some).ok_or_else(|| {
-        format!(
-            "bubblewrap's --info-fd said {:?}, without a \"child-pid\"",
-            String::from_utf8_lossy(&text)
-        )
-    })
+    let end = text
+        .iter()
+        .position(|byte| *byte == b'}')
+        .map_or(text.len(), |end| end + 1);
+    let rest = text.split_off(end);
+    child_pid(&text)
+        .map(|child| Some((child, info, rest)))
+        .ok_or_else(|| {
+            format!(
+                "bubblewrap's --json-status-fd said {:?}, without a \"child-pid\"",
+                String::from_utf8_lossy(&text)
+            )
+        })
 }
 
 /// `"child-pid": N` from bubblewrap's info.

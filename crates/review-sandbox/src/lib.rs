@@ -10,7 +10,7 @@
 //!   group but not the namespace, whose other processes the kernel kills when
 //!   its first one exits;
 //! - the namespace is learned before the command starts and kept: bubblewrap
-//!   names the namespace's first process on a pipe (`--info-fd`) and that
+//!   names the namespace's first process on a pipe (`--json-status-fd`) and that
 //!   process waits on another (`--block-fd`) until the namespace has been
 //!   read from `/proc` (see `handshake.rs`). Looked for later, it could be
 //!   gone: bubblewrap exits as soon as the command does, while the kernel is
@@ -60,25 +60,61 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 
-pub use confinement::{Confinement, toolchain_directories};
+pub use confinement::{Confinement, Limits, toolchain_directories};
 pub use processes::{Survivor, describe};
 pub use toolchains::{Toolchain, detect_toolchains};
 
-/// Create (or truncate) a file only the bot's user can read, for what a
-/// contained run printed (transcripts, logs, the prompt): hostile code
-/// prints whatever it likes. An existing file keeps its mode through `open`,
-/// so the mode is set again.
+/// Create a new file only the bot's user can read, for what a contained run
+/// printed (transcripts, logs, the prompt): hostile code prints whatever it
+/// likes. The directory is treated as written by an attacker (a run
+/// directory a confined run could write, or one resumed after a crash):
+/// whatever is at `path` — a file, a symbolic link planted to point at the
+/// bot's configuration, a FIFO — is removed, never opened, and the file is
+/// created exclusively without following links (`O_CREAT | O_EXCL |
+/// O_NOFOLLOW`), so a link planted between the two is refused
+/// ([`std::io::ErrorKind::AlreadyExists`]), never written through. A
+/// directory at `path` is an error.
 pub fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-    let file = std::fs::OpenOptions::new()
+    use std::os::unix::fs::OpenOptionsExt as _;
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_dir() => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "a directory is in the way of the file; remove it",
+            ));
+        }
+        // `remove_file` removes a link itself, never what it points at.
+        Ok(_) => std::fs::remove_file(path)?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(error),
+    }
+    std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
-        .open(path)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    Ok(file)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
+        .open(path)
 }
+
+/// `program` itself when it names a path, else the first executable file of
+/// that name on `PATH`; `None` when there is none.
+fn find_program(program: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let executable = |path: &Path| {
+        std::fs::metadata(path)
+            .is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+    };
+    if program.components().count() > 1 {
+        return executable(program).then(|| program.to_owned());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|directory| directory.join(program))
+        .find(|candidate| executable(candidate))
+}
+
+/// util-linux's `prlimit`, which sets a confined run's resource limits
+/// ([`Limits`]) and then execs bubblewrap.
+pub const PRLIMIT: &str = "prlimit";
 
 /// How long a run's killed processes get to disappear before
 /// [`Contained::finish`] names the survivors. Dying takes milliseconds; only
@@ -171,7 +207,23 @@ impl Containment {
         let Self::PidNamespace { bwrap } = self else {
             return Err(SandboxError::ConfinementNeedsBubblewrap);
         };
-        let mut command = tokio::process::Command::new(bwrap);
+        let limits = confinement.limits.prlimit_arguments();
+        let mut command = if limits.is_empty() {
+            tokio::process::Command::new(bwrap)
+        } else {
+            // prlimit sets the limits and execs bubblewrap in its place (the
+            // same process, so the leader and group stay); everything the
+            // run starts inherits them.
+            // prlimit would start, and only then fail to find bubblewrap:
+            // find it first, so a missing one is the same error as without.
+            let bwrap = find_program(bwrap).ok_or_else(|| SandboxError::Containment {
+                bwrap: bwrap.clone(),
+                reason: "could not start it: not found, or not an executable file".to_owned(),
+            })?;
+            let mut command = tokio::process::Command::new(PRLIMIT);
+            command.args(limits).arg("--").arg(bwrap);
+            command
+        };
         command
             .args(handshake::ARGUMENTS)
             .args(confinement.bwrap_arguments()?)
@@ -192,37 +244,43 @@ impl Containment {
             None => Ok(self.command(program)),
         }
     }
+}
 
-    /// What bubblewrap said when it, not the program, ended the run: it could
-    /// not make the namespace, or could not start `program` inside it. Looks
-    /// at the first line of `stderr` only (bubblewrap prints before the
-    /// program runs), so a program cannot pass its own output off as
-    /// bubblewrap's past its first line.
-    pub fn failure(&self, program: &Path, stderr: &str) -> Option<SandboxError> {
-        let Self::PidNamespace { bwrap } = self else {
-            return None;
+/// What bubblewrap said when it, not the program, ended the run: it could
+/// not make the namespace, or could not start `program` inside it. Only
+/// called once bubblewrap's own status channel said it never started the
+/// program ([`Contained::failure`]), so `stderr` is bubblewrap's alone.
+fn bubblewrap_failure(
+    bwrap: &Path,
+    program: &Path,
+    stderr: &str,
+    status: ExitStatus,
+) -> SandboxError {
+    let message = stderr
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("bwrap: "))
+        .or_else(|| stderr.lines().map(str::trim).find(|line| !line.is_empty()))
+        .map_or_else(
+            || format!("bubblewrap ended ({status}) without starting the command and said nothing"),
+            str::to_owned,
+        );
+    if let Some(reason) = message.strip_prefix("bwrap: execvp ") {
+        let kind = if reason.contains("No such file") {
+            std::io::ErrorKind::NotFound
+        } else if reason.contains("Permission denied") {
+            std::io::ErrorKind::PermissionDenied
+        } else {
+            std::io::ErrorKind::Other
         };
-        let message = stderr
-            .lines()
-            .find(|line| !line.trim().is_empty())
-            .filter(|line| line.starts_with("bwrap: "))?;
-        if let Some(reason) = message.strip_prefix("bwrap: execvp ") {
-            let kind = if reason.contains("No such file") {
-                std::io::ErrorKind::NotFound
-            } else if reason.contains("Permission denied") {
-                std::io::ErrorKind::PermissionDenied
-            } else {
-                std::io::ErrorKind::Other
-            };
-            return Some(SandboxError::Spawn {
-                program: program.to_owned(),
-                source: std::io::Error::new(kind, reason.to_owned()),
-            });
-        }
-        Some(SandboxError::Containment {
-            bwrap: bwrap.clone(),
-            reason: message.to_owned(),
-        })
+        return SandboxError::Spawn {
+            program: program.to_owned(),
+            source: std::io::Error::new(kind, reason.to_owned()),
+        };
+    }
+    SandboxError::Containment {
+        bwrap: bwrap.to_owned(),
+        reason: message,
     }
 }
 
@@ -329,6 +387,11 @@ pub struct Contained {
     leader_exit: Option<tokio::task::JoinHandle<()>>,
     /// Set once `finish` has reaped the leader and waited for the rest.
     finished: bool,
+    /// What runs in it, for errors.
+    program: PathBuf,
+    /// Once finished: the leader's exit status, and whether bubblewrap said
+    /// on its status channel that it started the command.
+    outcome: Option<(ExitStatus, bool)>,
 }
 
 impl Contained {
@@ -417,6 +480,8 @@ impl Contained {
             namespace: pipes.map(|(bwrap, pipes)| (bwrap, pipes.start(group))),
             leader_exit: Some(leader_exit),
             finished: false,
+            program: program.as_ref().to_owned(),
+            outcome: None,
         })
     }
 
@@ -483,6 +548,11 @@ impl Contained {
         self.kill();
         let status = self.child.wait().await.map_err(SandboxError::Process)?;
         self.finished = true;
+        let command_ran = self
+            .namespace
+            .as_ref()
+            .is_none_or(|(_, handshake)| handshake.command_ran());
+        self.outcome = Some((status, command_ran));
         processes::wait_until_gone(self.group, closed.namespace, SURVIVOR_LIMIT)
             .await
             .map_err(|survivors| {
@@ -499,6 +569,26 @@ impl Contained {
             });
         }
         Ok(status)
+    }
+}
+
+impl Contained {
+    /// Once [`Contained::finish`] has returned the status: when bubblewrap,
+    /// not the program, ended the run — it could not set the sandbox up
+    /// ([`SandboxError::Containment`]) or could not start the program
+    /// ([`SandboxError::Spawn`]) — what it said, from `stderr` (what the run
+    /// printed there). That is known from bubblewrap's own status channel
+    /// (`--json-status-fd`), never from the output: a program that prints
+    /// `bwrap: …` and exits 1 is a program that failed, and `None`. `None`
+    /// too without bubblewrap, when the program ran, and when the run was
+    /// killed (a timeout) before bubblewrap said anything.
+    pub fn failure(&self, stderr: &str) -> Option<SandboxError> {
+        let (bwrap, _) = self.namespace.as_ref()?;
+        let (status, command_ran) = self.outcome?;
+        if command_ran || status.code().is_none() {
+            return None;
+        }
+        Some(bubblewrap_failure(bwrap, &self.program, stderr, status))
     }
 }
 

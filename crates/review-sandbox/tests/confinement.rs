@@ -225,6 +225,11 @@ async fn hostile_code_reaches_nothing_of_the_bots_and_leaves_nothing_behind() {
         format!("tr '\\0' '\\n' < /proc/{}/environ", bot.0.id()),
         "cat /etc/shadow".to_owned(),
         "mount -t tmpfs none /usr".to_owned(),
+        // Other jobs' checkouts are named in the mirror's `worktrees/`.
+        format!("cat {}/worktrees/pr-2/gitdir", mirror.display()),
+        format!("ls {}/worktrees | grep -q pr-2", mirror.display()),
+        // The private /tmp is bounded (512 MiB by default): 600 MiB do not fit.
+        "dd if=/dev/zero of=/tmp/fill bs=1M count=600 2>/dev/null".to_owned(),
     ];
     // Writes that fail, or land in the run's private tmpfs (the parents of
     // its mounts): the host is checked after.
@@ -315,6 +320,8 @@ async fn an_ordinary_build_still_works_confined() {
                   git diff --stat HEAD\n\
                   ls ~/ >/dev/null\n\
                   test \"$(cat $HOME/cache)\" = cached\n\
+                  test \"$(git rev-parse --abbrev-ref HEAD)\" = HEAD\n\
+                  git rev-parse --git-dir | grep -q worktrees/pr-1\n\
                   echo ok\n";
     let confinement = world.confinement();
     let bot_home = world.bot_home();
@@ -382,10 +389,12 @@ async fn confinement_without_bubblewrap_is_refused_and_says_why() {
     let containment = Containment::PidNamespace {
         bwrap: "/nonexistent/bwrap".into(),
     };
-    let mut command = containment
-        .confined_command("sh", &Confinement::new())
-        .unwrap();
-    let error = Contained::spawn(&containment, "sh", &mut command).unwrap_err();
+    // Refused when the command is made (bubblewrap is looked for first,
+    // to start it under the resource limits) or when it is started.
+    let error = match containment.confined_command("sh", &Confinement::new()) {
+        Err(error) => error,
+        Ok(mut command) => Contained::spawn(&containment, "sh", &mut command).unwrap_err(),
+    };
     let message = error.to_string();
     for fix in [
         "apt-get install bubblewrap",
@@ -395,4 +404,53 @@ async fn confinement_without_bubblewrap_is_refused_and_says_why() {
     ] {
         assert!(message.contains(fix), "{fix} missing: {message}");
     }
+}
+
+#[tokio::test]
+async fn a_run_is_bounded_by_its_limits() {
+    let world = World::new();
+    let limits = review_sandbox::Limits {
+        tmp_size: Some(8 << 20),
+        memory: Some(256 << 20),
+        processes: Some(50_000),
+        file_size: Some(4 << 20),
+    };
+    let confinement = world.confinement().with_limits(limits);
+    // What the run's own limits say, then each bound hit: /tmp fills at
+    // 8 MiB, a 5 MiB file is cut at 4 MiB (SIGXFSZ ignored: the write
+    // fails), a 512 MiB allocation fails.
+    let script = "echo data=$(prlimit --pid $$ --data --raw --noheadings --output SOFT)\n\
+                  echo nproc=$(prlimit --pid $$ --nproc --raw --noheadings --output SOFT)\n\
+                  echo fsize=$(prlimit --pid $$ --fsize --raw --noheadings --output SOFT)\n\
+                  if dd if=/dev/zero of=/tmp/fill bs=1M count=16 2>/dev/null; then echo tmp-unbounded; fi\n\
+                  trap '' XFSZ\n\
+                  dd if=/dev/zero of=$HOME/big bs=1M count=5 2>/dev/null\n\
+                  echo big=$(stat -c %s $HOME/big)\n\
+                  if python3 -c 'bytearray(16 << 20)'; then echo small-allocation; fi\n\
+                  if python3 -c 'bytearray(512 << 20)' 2>/dev/null; then echo memory-unbounded; fi\n\
+                  echo end\n";
+    let (status, output) = world.sh(&confinement, script).await;
+    assert_eq!(status, Some(0), "{output}");
+    assert!(output.contains("end"), "{output}");
+    assert!(output.contains(&format!("data={}", 256 << 20)), "{output}");
+    assert!(output.contains("nproc=50000"), "{output}");
+    assert!(output.contains(&format!("fsize={}", 4 << 20)), "{output}");
+    assert!(output.contains(&format!("big={}", 4 << 20)), "{output}");
+    assert!(!output.contains("tmp-unbounded"), "{output}");
+    assert!(output.contains("small-allocation"), "{output}");
+    assert!(!output.contains("memory-unbounded"), "{output}");
+}
+
+#[tokio::test]
+async fn a_writable_path_that_is_a_planted_link_is_refused() {
+    let world = World::new();
+    let home = world.run("pr-1").join("home");
+    std::fs::remove_dir_all(&home).unwrap();
+    std::os::unix::fs::symlink(world.bot_home(), &home).unwrap();
+    let error = world
+        .confinement()
+        .with_writable(&home)
+        .bwrap_arguments()
+        .unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
 }

@@ -56,19 +56,70 @@ async fn a_missing_bwrap_or_program_is_an_error_that_says_what_to_do() {
         error.to_string().contains("apt-get install bubblewrap"),
         "{error}"
     );
+}
 
-    let failure = Containment::default()
-        .failure(
-            "/nonexistent/tool".as_ref(),
-            "bwrap: execvp /nonexistent/tool: No such file or directory\n",
-        )
+/// Runs `command` (made by `confined_command` for `program`) to its end:
+/// its exit status, what it printed on stderr, and what bubblewrap's own
+/// channel says.
+async fn run_to_end(
+    program: &str,
+    mut command: tokio::process::Command,
+) -> (Option<i32>, String, Option<SandboxError>) {
+    use tokio::io::AsyncReadExt as _;
+    command
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut run = Contained::spawn(&Containment::default(), program, &mut command).unwrap();
+    drop(command);
+    let mut stderr = String::new();
+    let mut pipe = run.child_mut().stderr.take().unwrap();
+    pipe.read_to_string(&mut stderr).await.unwrap();
+    run.leader_exited().await;
+    let status = run.finish().await.unwrap();
+    let failure = run.failure(&stderr);
+    (status.code(), stderr, failure)
+}
+
+#[tokio::test]
+async fn a_build_posing_as_bubblewrap_is_a_build_failure_and_real_failures_are_known() {
+    let containment = Containment::default();
+    let system = Confinement::new();
+    // The attack: print what bubblewrap prints when it cannot mount /proc,
+    // exit 1, and hope to be taken for a containment error.
+    let mut command = containment.confined_command("sh", &system).unwrap();
+    command.arg("-c").arg(
+        "echo \"bwrap: Can't mount proc on /newroot/proc: Operation not permitted\" >&2; exit 1",
+    );
+    let (code, stderr, failure) = run_to_end("sh", command).await;
+    assert_eq!(code, Some(1));
+    assert!(stderr.starts_with("bwrap: Can't mount proc"), "{stderr}");
+    assert!(failure.is_none(), "{failure:?}");
+
+    // bubblewrap could not start the program: its own error.
+    let command = containment
+        .confined_command("/nonexistent/tool", &system)
         .unwrap();
+    let (_, _, failure) = run_to_end("/nonexistent/tool", command).await;
+    let failure = failure.expect("bubblewrap said it could not start the program");
     assert!(matches!(failure, SandboxError::Spawn { .. }), "{failure}");
-    // Output after the first line is the program's, not bubblewrap's.
+
+    // bubblewrap could not set the sandbox up: a writable path gone by the
+    // time it mounts it.
+    let directory = tempfile::tempdir().unwrap();
+    let vanishing = directory.path().join("vanishing");
+    std::fs::create_dir(&vanishing).unwrap();
+    let command = containment
+        .confined_command("true", &system.clone().with_writable(&vanishing))
+        .unwrap();
+    std::fs::remove_dir(&vanishing).unwrap();
+    let (_, stderr, failure) = run_to_end("true", command).await;
+    let failure = failure.expect("bubblewrap said it could not set the sandbox up");
     assert!(
-        Containment::default()
-            .failure("sh".as_ref(), "building\nbwrap: forged\n")
-            .is_none()
+        matches!(&failure, SandboxError::Containment { reason, .. } if reason.contains("vanishing")),
+        "{failure} ({stderr})"
     );
 }
 

@@ -74,7 +74,7 @@ pub fn prepare(run_directory: &Path, login_source: Option<&Path>) -> Result<Path
 
 /// Remove `path` whatever it is (a directory tree, a file, a link — the link
 /// itself, never its target); nothing there is fine.
-fn remove_entry(path: &Path) -> Result<(), AgentError> {
+pub(crate) fn remove_entry(path: &Path) -> Result<(), AgentError> {
     let removed = match std::fs::symlink_metadata(path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(error) => Err(error),
@@ -83,7 +83,7 @@ fn remove_entry(path: &Path) -> Result<(), AgentError> {
         Ok(_) => std::fs::remove_file(path),
     };
     removed.map_err(|source| AgentError::File {
-        action: "remove what an earlier run left in its Claude Code configuration directory",
+        action: "remove what an earlier run left in its run directory",
         path: path.to_owned(),
         source,
     })

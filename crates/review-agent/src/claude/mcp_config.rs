@@ -170,7 +170,6 @@ impl McpConfig {
     /// Write the config to `path`, readable by the owner only.
     pub fn write(&self, path: &Path) -> Result<(), AgentError> {
         use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
 
         let json = self.to_json()?;
         let file_error = |source| AgentError::File {
@@ -178,13 +177,10 @@ impl McpConfig {
             path: path.to_owned(),
             source,
         };
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(file_error)?;
+        // The run directory is the agent's to write: whatever an earlier
+        // run left at `path` (a link to the bot's config) is replaced, never
+        // written through.
+        let mut file = review_sandbox::create_private_file(path).map_err(file_error)?;
         file.write_all(json.as_bytes()).map_err(file_error)
     }
 }

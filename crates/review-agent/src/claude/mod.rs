@@ -238,22 +238,22 @@ impl ClaudeCode {
                 path: prepared.prompt_path.clone(),
                 source,
             })?;
-        let mut processes = self.spawn(run, &prepared, arguments, Stdio::from(prompt))?;
-        let stderr = StderrCapture::start(
-            processes.child_mut().stderr.take(),
-            run.run_directory.join("claude-stderr.log"),
-        );
-        let stdout = processes
-            .child_mut()
-            .stdout
-            .take()
-            .expect("stdout is piped");
+        // The bot's files are made before the CLI starts: the run directory
+        // is the run's to write, and nothing it plants is written through.
         let transcript =
             create_private_file(&run.transcript_path).map_err(|source| AgentError::File {
                 action: "create the transcript",
                 path: run.transcript_path.clone(),
                 source,
             })?;
+        let stderr_log = StderrLog::create(&run.run_directory.join("claude-stderr.log"));
+        let mut processes = self.spawn(run, &prepared, arguments, Stdio::from(prompt))?;
+        let stderr = StderrCapture::start(processes.child_mut().stderr.take(), stderr_log);
+        let stdout = processes
+            .child_mut()
+            .stdout
+            .take()
+            .expect("stdout is piped");
         let required: Vec<&str> = run
             .mcp
             .as_ref()
@@ -308,9 +308,9 @@ impl ClaudeCode {
             Ok(Ok(watched)) => watched,
         };
         if watched.result.is_none()
-            && let Some(error) = self.containment_failure(&stderr_tail)
+            && let Some(error) = processes.failure(&stderr_tail)
         {
-            return Err(error);
+            return Err(agent_error(error));
         }
         let agent_run = conclude(watched, Some(status), stderr_tail, started.elapsed())?;
         Ok(never_reached_the_model(
@@ -350,6 +350,7 @@ impl ClaudeCode {
         })?;
         let run = ClaudeCodeRun::new("", &working_directory, run_directory);
         let prepared = self.prepare(&run, None)?;
+        let stderr_log = StderrLog::create(&run_directory.join("claude-stderr.log"));
         let mut processes = self.spawn(
             &run,
             &prepared,
@@ -361,10 +362,7 @@ impl ClaudeCode {
             .stdout
             .take()
             .expect("stdout is piped");
-        let stderr = StderrCapture::start(
-            processes.child_mut().stderr.take(),
-            run_directory.join("claude-stderr.log"),
-        );
+        let stderr = StderrCapture::start(processes.child_mut().stderr.take(), stderr_log);
         let mut printed = Vec::new();
         let read = tokio::time::timeout(self.settings.timeout, async {
             (&mut stdout)
@@ -383,23 +381,14 @@ impl ClaudeCode {
                 transcript: run_directory.join("claude-stderr.log"),
                 stderr_tail,
             }),
-            _ => Err(self
-                .containment_failure(&stderr_tail)
-                .unwrap_or(AgentError::NoResult {
+            _ => Err(processes.failure(&stderr_tail).map(agent_error).unwrap_or(
+                AgentError::NoResult {
                     exit: status.to_string(),
                     stderr_tail,
                     stdout_tail: version,
-                })),
+                },
+            )),
         }
-    }
-
-    /// What bubblewrap said when it, not the CLI, ended the run: it could not
-    /// make the namespace, or could not start the CLI inside it.
-    fn containment_failure(&self, stderr_tail: &str) -> Option<AgentError> {
-        self.settings
-            .containment
-            .failure(&self.settings.executable, stderr_tail)
-            .map(agent_error)
     }
 
     /// Start the CLI (under bubblewrap, unless configured otherwise) in a
@@ -474,10 +463,17 @@ impl ClaudeCode {
         // The CLI puts a Unix socket in its temporary directory; keep it in the
         // run directory (removed with it) unless the path would be too long
         // for a socket (108 bytes, with `/cc-socks/NNNNNNN.sock` to add).
+        // The run directory is the agent's to write: what an earlier run
+        // (resumed after a crash) left in its place — a link to a directory
+        // of the bot's — goes, and the directory is made afresh.
+        let fresh = |path: &Path| {
+            config_directory::remove_entry(path)?;
+            create(path)
+        };
         let temporary_directory = run.run_directory.join("tmp");
         let temporary_directory = if temporary_directory.as_os_str().len() <= SOCKET_DIRECTORY_LIMIT
         {
-            create(&temporary_directory)?;
+            fresh(&temporary_directory)?;
             Some(temporary_directory)
         } else {
             tracing::debug!(
@@ -493,11 +489,14 @@ impl ClaudeCode {
                 source,
             }
         })?;
-        let home_directory = match &self.settings.home_directory {
-            Some(directory) => directory.clone(),
-            None => run.run_directory.join("home"),
+        let home_directory = if let Some(directory) = &self.settings.home_directory {
+            create(directory)?;
+            directory.clone()
+        } else {
+            let home = run.run_directory.join("home");
+            fresh(&home)?;
+            home
         };
-        create(&home_directory)?;
         let proxied;
         let environment_settings = match proxy {
             Some(proxy) => {
@@ -679,10 +678,10 @@ struct StderrCapture {
 }
 
 impl StderrCapture {
-    fn start(stderr: Option<tokio::process::ChildStderr>, path: PathBuf) -> Self {
+    fn start(stderr: Option<tokio::process::ChildStderr>, log: StderrLog) -> Self {
         let tail = Arc::new(Mutex::new(Tail::default()));
         let reader =
-            stderr.map(|stderr| tokio::spawn(copy_with_tail(stderr, path, Arc::clone(&tail))));
+            stderr.map(|stderr| tokio::spawn(copy_with_tail(stderr, log, Arc::clone(&tail))));
         Self { tail, reader }
     }
 
@@ -880,15 +879,29 @@ impl Tail {
     }
 }
 
-/// Copy a stream to `path` (best effort) and keep its tail.
-async fn copy_with_tail(mut stream: impl AsyncRead + Unpin, path: PathBuf, tail: Arc<Mutex<Tail>>) {
-    let mut file = match create_private_file(&path) {
-        Ok(file) => Some(file),
-        Err(error) => {
-            tracing::warn!(path = %path.display(), %error, "could not save Claude Code's stderr");
-            None
+/// Where the CLI's stderr is saved (best effort): made before the CLI
+/// starts, `None` when it could not be.
+struct StderrLog(Option<tokio::fs::File>);
+
+impl StderrLog {
+    fn create(path: &Path) -> Self {
+        match create_private_file(path) {
+            Ok(file) => Self(Some(file)),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "could not save Claude Code's stderr");
+                Self(None)
+            }
         }
-    };
+    }
+}
+
+/// Copy a stream to `log` (best effort) and keep its tail.
+async fn copy_with_tail(
+    mut stream: impl AsyncRead + Unpin,
+    log: StderrLog,
+    tail: Arc<Mutex<Tail>>,
+) {
+    let mut file = log.0;
     let mut buffer = vec![0; 8 * 1024];
     loop {
         let read = match stream.read(&mut buffer).await {

@@ -172,6 +172,10 @@ async fn run_checks(
     });
     checks.extend(check_sandbox(config, config_file).await);
     checks.push(Check {
+        name: "sandbox: secret files hidden",
+        verdict: check_secret_files(config).await,
+    });
+    checks.push(Check {
         name: "prompts",
         verdict: check_prompts(config),
     });
@@ -568,9 +572,10 @@ async fn sandbox_probe(
     let wrote = outside.exists();
     let _ = std::fs::remove_file(&outside);
     if !out.contains("done") {
-        let reason = containment
-            .failure(Path::new("sh"), &err)
-            .map_or_else(|| err.trim().to_owned(), |error| error.to_string());
+        let reason = match &finished {
+            Err(error) => error.to_string(),
+            Ok(_) => err.trim().to_owned(),
+        };
         return Err(failure(
             format!("the confined probe did not run: {reason}"),
             fix,
@@ -605,6 +610,93 @@ async fn sandbox_probe(
     Ok(vec![config_verdict, write_verdict, survivor_verdict])
 }
 
+/// Every secret file the configuration names ([`Config::secret_files`]),
+/// tried with a real confined `cat` (a directory: listed) from inside a build
+/// and an agent, each confined as a review confines it (the build with the
+/// detected toolchains, the agent with its CLI's install directory).
+async fn check_secret_files(config: &Config) -> Result<String, Failure> {
+    let fix = "report this as a bug; meanwhile keep the file outside the toolchain directories                and sandbox.readable_paths";
+    let Some(build) = config.build_confinement() else {
+        return Ok(
+            "not checked: sandbox.mode = \"off\" (pull-request code is not confined)".to_owned(),
+        );
+    };
+    let secrets: Vec<PathBuf> = config
+        .secret_files()
+        .into_iter()
+        .filter(|path| path.exists())
+        .collect();
+    if secrets.is_empty() {
+        return Ok("no secret file is configured".to_owned());
+    }
+    let settings = config.claude_settings(|_| None);
+    let agent = config
+        .agent_confinement(&settings.executable)
+        .map_err(|error| failure(format!("{error:#}"), "fix the sandbox settings"))?;
+    let build = build.with_readable_paths(review_sandbox::toolchain_directories());
+    let directory = tempfile::Builder::new()
+        .prefix("doctor-secrets-")
+        .tempdir()
+        .map_err(|error| {
+            failure(
+                format!("cannot create a temporary directory: {error}"),
+                "check that TMPDIR is writable",
+            )
+        })?;
+    // Prints `read N` for each secret it could read something of.
+    let script = "i=0\n\
+                  for secret in \"$@\"; do\n\
+                    if [ -d \"$secret\" ]; then found=$(ls -A \"$secret\" 2>/dev/null);\n\
+                    else found=$(head -c 1 \"$secret\" 2>/dev/null | od -An -c); fi\n\
+                    if [ -n \"$found\" ]; then echo \"read $i\"; fi\n\
+                    i=$((i + 1))\n\
+                  done\n\
+                  echo done\n";
+    let mut confined_as = vec![("a build", build)];
+    confined_as.extend(agent.map(|agent| ("the agent", agent)));
+    for (who, confinement) in confined_as {
+        let (out, err, finished) = run_probe_with_arguments(
+            &settings.containment,
+            confinement.with_writable(directory.path()),
+            directory.path(),
+            script,
+            &secrets,
+        )
+        .await
+        .map_err(|error| failure(error.to_string(), fix))?;
+        if !out.contains("done") {
+            let reason = match &finished {
+                Err(error) => error.to_string(),
+                Ok(_) => err.trim().to_owned(),
+            };
+            return Err(failure(
+                format!("the confined probe did not run: {reason}"),
+                "fix the bubblewrap check",
+            ));
+        }
+        let read: Vec<String> = secrets
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| out.lines().any(|line| line == format!("read {index}")))
+            .map(|(_, path)| path.display().to_string())
+            .collect();
+        if !read.is_empty() {
+            return Err(failure(
+                format!("{who} could read {}", read.join(", ")),
+                fix,
+            ));
+        }
+    }
+    Ok(format!(
+        "{} not readable from a build or the agent",
+        secrets
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 /// Runs `sh -c script` confined as a build is, in `directory`; its standard
 /// output and error, and how finishing it went (survivors are an error).
 async fn run_probe(
@@ -621,10 +713,55 @@ async fn run_probe(
     ),
     review_sandbox::SandboxError,
 > {
+    run_probe_in(
+        containment,
+        confinement,
+        directory,
+        script,
+        environment,
+        &[],
+    )
+    .await
+}
+
+/// [`run_probe`] with the script's positional arguments.
+async fn run_probe_with_arguments(
+    containment: &review_sandbox::Containment,
+    confinement: review_sandbox::Confinement,
+    directory: &Path,
+    script: &str,
+    arguments: &[PathBuf],
+) -> Result<
+    (
+        String,
+        String,
+        Result<std::process::ExitStatus, review_sandbox::SandboxError>,
+    ),
+    review_sandbox::SandboxError,
+> {
+    run_probe_in(containment, confinement, directory, script, &[], arguments).await
+}
+
+async fn run_probe_in(
+    containment: &review_sandbox::Containment,
+    confinement: review_sandbox::Confinement,
+    directory: &Path,
+    script: &str,
+    environment: &[(&str, &std::ffi::OsStr)],
+    arguments: &[PathBuf],
+) -> Result<
+    (
+        String,
+        String,
+        Result<std::process::ExitStatus, review_sandbox::SandboxError>,
+    ),
+    review_sandbox::SandboxError,
+> {
     use tokio::io::AsyncReadExt as _;
     let mut command = containment.confined_command("sh", &confinement)?;
     command
-        .args(["-c", script])
+        .args(["-c", script, "sh"])
+        .args(arguments)
         .current_dir(directory)
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -662,6 +799,12 @@ async fn run_probe(
         Err(_) => (String::new(), "the probe did not finish in time".to_owned()),
     };
     let finished = contained.finish().await;
+    // bubblewrap's own status channel, never the probe's output, says
+    // whether it started the probe.
+    let finished = match finished {
+        Ok(status) => contained.failure(&err).map_or(Ok(status), Err),
+        Err(error) => Err(error),
+    };
     Ok((out, err, finished))
 }
 

@@ -270,6 +270,7 @@ impl Parts {
                 build_gate,
                 build_commands: config.operator_commands(),
                 bot_login,
+                runs_pruning: config.sandbox.runs_pruning(),
             },
         })
     }

@@ -948,3 +948,81 @@ async fn a_missing_program_is_the_operators_problem_not_the_authors() {
     );
     assert_eq!(world.labels(), ["bot-review-needed"]);
 }
+
+/// Runs `review-bot review` for `world`'s pull request with the configuration
+/// file `config`, off the async runtime.
+fn review_with_config(world: &World, config: &Path) -> Output {
+    let target = format!("acme/widgets#{}", world.pull.number());
+    let mut command = world.command(&[target.as_str()]);
+    command.env("REVIEW_BOT_CONFIG", config);
+    tokio::task::block_in_place(|| command.output().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_cannot_write_the_config_through_a_link_planted_next_to_its_logs() {
+    // The attack (issue 26): the build's HOME is RUN/build/home and the logs
+    // RUN/build/NN.log; build.sh links the next command's log to the
+    // operator's config, and test.sh prints what would turn confinement off.
+    let outside = tempfile::tempdir().unwrap();
+    let config = outside.path().join("review-bot.toml");
+    let operator = "[review]\nmax_cycles = 3\n";
+    std::fs::write(&config, operator).unwrap();
+    let planter = format!(
+        "ln -sf {config} \"$HOME/../02.log\"\nln -sf {config} \"$HOME/02.log\"\necho building\n",
+        config = config.display()
+    );
+    let script = Script::new([Turn::text("never asked")]);
+    let Some(world) = World::start_with(
+        script,
+        |_| {
+            "printf '[sandbox]\\nmode = \"off\"\\n'\nif grep -q 'fn five' src/lib.rs; then exit 1; fi\n"
+                .to_owned()
+        },
+        &[("build.sh", &planter)],
+    )
+    .await
+    else {
+        return;
+    };
+    let output = review_with_config(&world, &config);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), operator);
+    assert!(
+        world.build_logs().contains("mode = \"off\""),
+        "{}",
+        world.build_logs()
+    );
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_posing_as_bubblewrap_is_blamed_on_the_pull_request() {
+    // The attack (issue 26): print what bubblewrap prints when it cannot
+    // mount /proc, then end the gate's shell before any command is reported,
+    // hoping for a "containment error" that tells the operator to turn
+    // confinement off.
+    let poser = "echo \"bwrap: Can't mount proc on /newroot/proc: Operation not permitted\" >&2\n\
+                 kill -9 $PPID\n";
+    let script = Script::new([Turn::text("never asked")]);
+    let Some(world) =
+        World::start_with(script, |_| "echo ok\n".to_owned(), &[("build.sh", poser)]).await
+    else {
+        return;
+    };
+    let output = world.review(&[]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        !stderr(&output).contains("could not contain"),
+        "{}",
+        stderr(&output)
+    );
+    let comments = world.pull.issue_comments().unwrap();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert!(
+        comments[0].body.contains("sh build.sh"),
+        "{}",
+        comments[0].body
+    );
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+    assert!(world.model.all_requests().is_empty(), "the model was asked");
+}

@@ -78,6 +78,8 @@ pub struct ReviewSettings {
     pub build_commands: OperatorCommands,
     /// The login the bot posts as; only its comments' `thread::` ids are trusted.
     pub bot_login: Option<String>,
+    /// How old run directories are pruned (at the start of every review).
+    pub runs_pruning: crate::runs::Pruning,
 }
 
 /// Everything the review flow talks to.
@@ -415,6 +417,28 @@ impl Job<'_> {
         self.run_steps().instrument(span).await
     }
 
+    /// Prune old run directories, then make and lock this job's.
+    async fn open_run_directory(
+        &mut self,
+        run_id: Option<review_store::RunId>,
+    ) -> Result<crate::runs::RunLock, ReviewFailure> {
+        crate::runs::prune_in_background(
+            &self.reviewer.settings.work_dir,
+            self.reviewer.settings.runs_pruning,
+        )
+        .await;
+        match crate::runs::RunLock::acquire(&self.run_directory) {
+            Ok(lock) => Ok(lock),
+            Err(error) => {
+                let error = ReviewError::Prepare(format!(
+                    "could not create the run directory {}: {error}",
+                    self.run_directory.display()
+                ));
+                Err(self.fail(error, run_id).await)
+            }
+        }
+    }
+
     async fn run_steps(&mut self) -> Result<ReviewReport, ReviewFailure> {
         let run_id = if self.request.dry_run {
             None
@@ -449,13 +473,8 @@ impl Job<'_> {
                 }
             }
         };
-        if let Err(error) = std::fs::create_dir_all(&self.run_directory) {
-            let error = ReviewError::Prepare(format!(
-                "could not create the run directory {}: {error}",
-                self.run_directory.display()
-            ));
-            return Err(self.fail(error, run_id).await);
-        }
+        // Held until the job ends: pruning leaves the run directory alone.
+        let _run_lock = self.open_run_directory(run_id).await?;
 
         let plan = match self.obtain_plan(run_id).await? {
             Ok(plan) => plan,

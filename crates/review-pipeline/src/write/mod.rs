@@ -359,6 +359,9 @@ impl Reviewer {
             latest_review: None,
             status_comment: None,
         };
+        // Held until the job ends: pruning leaves the run directory alone.
+        // (Could it not be made, `start_run` says so.)
+        let _run_lock = crate::runs::RunLock::acquire(&job.run_directory).ok();
         let span = tracing::info_span!(
             "write",
             repository = %repository,
