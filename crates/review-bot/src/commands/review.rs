@@ -269,6 +269,7 @@ impl Parts {
                 build_gate,
                 build_commands: config.operator_commands(),
                 bot_login,
+                noise: config.operator_noise(),
             },
         })
     }
