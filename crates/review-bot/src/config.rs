@@ -136,6 +136,12 @@ pub const KEYS: &[Key] = &[
     key("review.build_timeout_secs", "a whole number of seconds"),
     key("review.max_cycles", "a whole number of review cycles"),
     key("review.verify", "true or false"),
+    text(
+        "review.min_severity",
+        "one of \"critical\", \"security\", \"performance\", \"logic\", \"improvement\", \"clarity\"",
+    ),
+    key("review.min_confidence", "a whole number from 0 to 100"),
+    key("review.max_inline_comments", "a whole number of comments"),
     key("ci.timeout_secs", "a whole number of seconds"),
     text("git.author_name", "a name (a string)"),
     text("git.author_email", "an email address (a string)"),
@@ -425,14 +431,24 @@ pub struct ReviewConfig {
     /// Run the verification pass (`review --local`, `eval`): a fresh agent
     /// run re-examines each finding; what it refutes is withheld.
     pub verify: bool,
+    /// The least urgent severity a review shows (`clarity`: everything).
+    pub min_severity: review_core::findings::Severity,
+    /// The lowest confidence a review shows (0–100).
+    pub min_confidence: review_core::findings::noise::Confidence,
+    /// At most this many inline comments per review; the rest go in its body.
+    pub max_inline_comments: u32,
 }
 
 impl Default for ReviewConfig {
     fn default() -> Self {
+        let noise = review_core::findings::noise::NoiseControl::default();
         Self {
             build_timeout_secs: 1_200,
             max_cycles: 5,
             verify: false,
+            min_severity: noise.min_severity,
+            min_confidence: noise.min_confidence,
+            max_inline_comments: noise.max_inline_comments,
         }
     }
 }
@@ -700,6 +716,11 @@ pub struct RepositoryConfig {
     /// before the base branch's `.review-bot.toml` and CLAUDE.md/README.md.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<BuildCommandsConfig>,
+    /// `[repositories."OWNER/REPO".review]`: `min_severity`,
+    /// `min_confidence`, `max_inline_comments` for this repository, before
+    /// the base branch's `.review-bot.toml` `[review]` and `[review]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<review_core::findings::noise::NoiseOverrides>,
 }
 
 /// `[repositories."OWNER/REPO".build]`: the same keys as `.review-bot.toml`'s
@@ -813,6 +834,21 @@ impl Config {
                     .build
                     .as_ref()
                     .map(|build| (name.clone(), build.command_set()))
+            }),
+        )
+    }
+
+    /// The operator's noise control: `[review]` for every repository, and
+    /// `[repositories."OWNER/REPO".review]` per repository.
+    pub fn operator_noise(&self) -> review_pipeline::command_sources::OperatorNoise {
+        review_pipeline::command_sources::OperatorNoise::new(
+            review_core::findings::noise::NoiseControl {
+                min_severity: self.review.min_severity,
+                min_confidence: self.review.min_confidence,
+                max_inline_comments: self.review.max_inline_comments,
+            },
+            self.repositories.iter().filter_map(|(name, repository)| {
+                repository.review.map(|review| (name.clone(), review))
             }),
         )
     }

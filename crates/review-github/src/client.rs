@@ -96,6 +96,8 @@ enum Authentication {
 struct Inner {
     transport: Transport,
     authentication: Authentication,
+    /// GraphQL requests and points spent.
+    graphql: crate::graphql::GraphQlUsage,
 }
 
 /// The GitHub REST client. Cheap to clone; clones share the credential,
@@ -180,6 +182,7 @@ impl GitHubClient {
             inner: Arc::new(Inner {
                 transport: Transport::new(settings),
                 authentication,
+                graphql: crate::graphql::GraphQlUsage::default(),
             }),
         })
     }
@@ -198,6 +201,11 @@ impl GitHubClient {
     /// Entries and bytes held by the conditional-request cache.
     pub fn conditional_cache_usage(&self) -> (usize, usize) {
         self.inner.transport.cache_usage()
+    }
+
+    /// The GraphQL usage counter.
+    pub(crate) fn graphql_counter(&self) -> &crate::graphql::GraphQlUsage {
+        &self.inner.graphql
     }
 
     pub(crate) fn settings(&self) -> &ClientSettings {

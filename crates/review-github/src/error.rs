@@ -266,6 +266,19 @@ pub enum GitHubError {
         what: String,
     },
 
+    /// GitHub's GraphQL API answered with errors (HTTP 200 and `errors[]`).
+    #[error(
+        "GitHub's GraphQL API refused {operation}: {message}; a FORBIDDEN error means the \
+         credential cannot write to the repository (resolving a review thread needs write \
+         access), NOT_FOUND that the thread or pull request is gone"
+    )]
+    GraphQl {
+        /// The operation (`reviewThreads`, `resolveReviewThread`).
+        operation: &'static str,
+        /// GitHub's messages, with their types.
+        message: String,
+    },
+
     /// A caller passed something that cannot be sent (bad repository name, …).
     #[error("invalid input for GitHub: {0}")]
     InvalidInput(String),

@@ -10,7 +10,7 @@
 //! - Credentials: `client` (PAT, App JWT → installation token per repository).
 //! - Operations: `pulls`, `reviews`, `comments`, `labels`, `checks`,
 //!   `search`, `apps`; exactly-once posting in `writes`, 422 recovery in
-//!   `anchoring`.
+//!   `anchoring`; review threads' resolution through GraphQL in `graphql`.
 
 mod anchoring;
 mod apps;
@@ -19,6 +19,7 @@ mod client;
 mod comments;
 mod conditional_cache;
 mod error;
+mod graphql;
 mod labels;
 pub mod model;
 mod pagination;
@@ -34,6 +35,7 @@ mod writes;
 
 pub use client::GitHubClient;
 pub use error::{CredentialKind, GitHubError};
+pub use graphql::{GraphQlComment, GraphQlThread, RESOLVE_THREAD_MUTATION, REVIEW_THREADS_QUERY};
 pub use model::*;
 pub use pulls::MAX_PULL_REQUEST_FILES;
 pub use reviews::OUTSIDE_THE_DIFF_HEADING;

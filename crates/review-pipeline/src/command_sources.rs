@@ -25,8 +25,9 @@ use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::Path;
 
-use review_core::build_commands::repository_file::{self, RepositoryFileError};
+use review_core::build_commands::repository_file::{self, RepositoryFileError, RepositoryTables};
 use review_core::build_commands::{CommandSet, REPOSITORY_FILE, Source};
+use review_core::findings::noise::{NoiseControl, NoiseOverrides};
 use uuid::Uuid;
 
 use crate::checkout::CheckoutError;
@@ -62,6 +63,45 @@ impl OperatorCommands {
     }
 }
 
+/// The operator's noise control (issue 28, item 3): `[review]` for every
+/// repository and `[repositories."OWNER/REPO".review]` per repository
+/// (matched without regard to case).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperatorNoise {
+    /// `[review]`'s keys, defaults filled in.
+    pub default: NoiseControl,
+    /// Lower-cased `owner/name` → the keys its table sets.
+    by_repository: BTreeMap<String, NoiseOverrides>,
+}
+
+impl OperatorNoise {
+    /// The operator's settings: `default` for all, `repositories` per repository.
+    pub fn new(
+        default: NoiseControl,
+        repositories: impl IntoIterator<Item = (String, NoiseOverrides)>,
+    ) -> Self {
+        Self {
+            default,
+            by_repository: repositories
+                .into_iter()
+                .map(|(name, overrides)| (name.to_ascii_lowercase(), overrides))
+                .collect(),
+        }
+    }
+
+    /// The settings for `repository`, key by key: the operator's table for
+    /// the repository, else the owners' `.review-bot.toml` (`file`), else
+    /// the operator's `[review]`.
+    pub fn for_repository(&self, repository: &str, file: &NoiseOverrides) -> NoiseControl {
+        let operator = self
+            .by_repository
+            .get(&repository.to_ascii_lowercase())
+            .copied()
+            .unwrap_or_default();
+        self.default.with(file).with(&operator)
+    }
+}
+
 /// What the base commit's `.review-bot.toml` gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RepositoryFile {
@@ -73,6 +113,8 @@ pub enum RepositoryFile {
         blob: String,
         /// Its commands.
         commands: Option<CommandSet>,
+        /// Its `[review]` table's keys.
+        review: NoiseOverrides,
     },
     /// The file cannot be used.
     Refused {
@@ -103,9 +145,21 @@ impl RepositoryFile {
         }
     }
 
-    fn from_parse(blob: String, parsed: Result<Option<CommandSet>, RepositoryFileError>) -> Self {
+    /// The file's `[review]` keys (none when it is absent or refused).
+    pub fn review(&self) -> NoiseOverrides {
+        match self {
+            Self::Read { review, .. } => *review,
+            _ => NoiseOverrides::default(),
+        }
+    }
+
+    fn from_parse(blob: String, parsed: Result<RepositoryTables, RepositoryFileError>) -> Self {
         match parsed {
-            Ok(commands) => Self::Read { blob, commands },
+            Ok(tables) => Self::Read {
+                blob,
+                commands: tables.build,
+                review: tables.review,
+            },
             Err(error) => Self::Refused {
                 blob,
                 problem: bounded(&error.to_string()),
@@ -227,7 +281,7 @@ pub async fn read_at_commit(
                 .map_or(0, |valid| valid.matches('\n').count())
                 + 1,
         }),
-        None => repository_file::parse(&read.stdout),
+        None => repository_file::parse_tables(&read.stdout),
     };
     Ok(RepositoryFile::from_parse(blob, parsed))
 }
@@ -294,7 +348,7 @@ pub fn read_in_directory(directory: &Path) -> std::io::Result<RepositoryFile> {
         .read_to_end(&mut bytes)?;
     Ok(RepositoryFile::from_parse(
         String::new(),
-        repository_file::parse_bytes(&bytes),
+        repository_file::parse_tables_bytes(&bytes),
     ))
 }
 
@@ -363,6 +417,7 @@ mod tests {
                 test: vec!["./check.sh".to_owned()],
                 ..CommandSet::default()
             }),
+            review: NoiseOverrides::default(),
         };
         assert_eq!(
             explicit(Some(&operator), &file).map(|(source, _)| source),
@@ -378,13 +433,47 @@ mod tests {
     #[test]
     fn a_huge_unknown_key_is_cut_in_the_problem() {
         let text = format!("[build]\n{} = [\"x\"]\n", "\u{4e2d}".repeat(20_000));
-        let file = RepositoryFile::from_parse("b".into(), repository_file::parse(&text));
+        let file = RepositoryFile::from_parse("b".into(), repository_file::parse_tables(&text));
         let problem = file.problem().unwrap();
         assert!(
             problem.len() <= PROBLEM_LIMIT + '…'.len_utf8(),
             "{}",
             problem.len()
         );
+    }
+
+    #[test]
+    fn noise_control_is_layered_key_by_key() {
+        use review_core::findings::Severity;
+        use review_core::findings::noise::Confidence;
+        let operator = OperatorNoise::new(
+            NoiseControl {
+                max_inline_comments: 20,
+                ..NoiseControl::default()
+            },
+            [(
+                "Octo/Widgets".to_owned(),
+                NoiseOverrides {
+                    min_confidence: Confidence::new(50),
+                    ..NoiseOverrides::default()
+                },
+            )],
+        );
+        let file = NoiseOverrides {
+            min_severity: Some(Severity::Logic),
+            min_confidence: Confidence::new(80),
+            ..NoiseOverrides::default()
+        };
+        let settings = operator.for_repository("octo/widgets", &file);
+        assert_eq!(settings.min_severity, Severity::Logic, "the file's key");
+        assert_eq!(
+            settings.min_confidence.value(),
+            50,
+            "the operator's table wins"
+        );
+        assert_eq!(settings.max_inline_comments, 20, "the operator's [review]");
+        let other = operator.for_repository("octo/other", &NoiseOverrides::default());
+        assert_eq!(other.min_confidence.value(), 0);
     }
 
     #[test]

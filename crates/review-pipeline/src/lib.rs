@@ -24,9 +24,9 @@ pub mod git;
 pub mod local;
 pub mod progress;
 pub mod review;
-pub mod step;
-pub mod status;
 pub mod runs;
+pub mod status;
+pub mod step;
 pub mod write;
 
 pub use checkout::{CheckoutError, CheckoutRequest, CheckoutSettings, Checkouts, Worktree};

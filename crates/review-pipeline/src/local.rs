@@ -798,6 +798,13 @@ impl LocalReviewer {
             notes,
             reviewed_at: chrono::Utc::now().to_rfc3339(),
             reviewer: format!("claude-code/{model}"),
+            // A local review shows every finding: nothing is posted, so no cap.
+            noise: review_core::findings::noise::NoiseControl {
+                max_inline_comments: u32::MAX,
+                ..review_core::findings::noise::NoiseControl::default()
+            },
+            threads: &[],
+            resolved_earlier: &BTreeSet::new(),
         });
         let mut findings = composed.findings;
         let duplicates = composed.duplicates;

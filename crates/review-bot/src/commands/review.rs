@@ -271,6 +271,7 @@ impl Parts {
                 build_commands: config.operator_commands(),
                 bot_login,
                 runs_pruning: config.sandbox.runs_pruning(),
+                noise: config.operator_noise(),
             },
         })
     }

@@ -1026,3 +1026,244 @@ async fn a_build_posing_as_bubblewrap_is_blamed_on_the_pull_request() {
     assert_eq!(world.labels(), ["bot-changes-needed"]);
     assert!(world.model.all_requests().is_empty(), "the model was asked");
 }
+
+/// Issue 28, items 3 and 4: three findings on the changed lines, the middle
+/// one with a one-click suggestion.
+fn three_findings_script() -> Script {
+    Script::new([
+        Turn::text("Architecture pass done."),
+        Turn::tools([
+            tool(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 4, "message": "`line_4` says nothing of what it does.", "title": "Vague name", "severity": "clarity", "confidence": 45}),
+            ),
+            tool(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 5, "message": "`five` now returns 6: the name lies.", "title": "Misleading name", "severity": "logic", "confidence": 90,
+                       "suggestion": "```suggestion\npub fn six() -> u32 { 5 + 1 }\n```"}),
+            ),
+            tool(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 6, "message": "`line_6` could be a constant.", "title": "Could be a constant", "severity": "improvement", "confidence": 70}),
+            ),
+        ]),
+        Turn::text("Detailed pass done."),
+    ])
+}
+
+/// Runs the review with extra environment variables.
+async fn review_with(world: &World, variables: &[(&str, &str)]) -> Output {
+    let target = format!("acme/widgets#{}", world.pull.number());
+    let mut command = world.command(&[target.as_str()]);
+    for (name, value) in variables {
+        command.env(name, value);
+    }
+    tokio::task::spawn_blocking(move || command.output().expect("review-bot runs"))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cap_of_one_inline_comment_puts_the_other_findings_in_the_body_most_serious_first() {
+    let Some(world) = World::start(three_findings_script(), "echo tests pass\n").await else {
+        return;
+    };
+    let output = review_with(&world, &[("REVIEW_BOT_REVIEW_MAX_INLINE_COMMENTS", "1")]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let comments = world.pull.review_comments().unwrap();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert_eq!(comments[0].line, Some(5), "the most serious stays inline");
+    let reviews = world.pull.reviews().unwrap();
+    let body = &reviews[0].body;
+    assert!(body.contains("### More findings"), "{body}");
+    assert!(body.contains("at most 1 inline comment "), "{body}");
+    let improvement = body.find("`src/lib.rs` line 6 (RIGHT)").expect(body);
+    let clarity = body.find("`src/lib.rs` line 4 (RIGHT)").expect(body);
+    assert!(improvement < clarity, "ranked by severity: {body}");
+    assert!(body.contains("could be a constant") && body.contains("says nothing"));
+    assert!(body.contains("2 past the inline cap"), "{body}");
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn findings_below_the_thresholds_are_not_shown_and_do_not_hold_the_label() {
+    let Some(world) = World::start(three_findings_script(), "echo tests pass\n").await else {
+        return;
+    };
+    let output = review_with(
+        &world,
+        &[
+            ("REVIEW_BOT_REVIEW_MIN_SEVERITY", "critical"),
+            ("REVIEW_BOT_REVIEW_MIN_CONFIDENCE", "95"),
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(world.pull.review_comments().unwrap().is_empty());
+    let body = &world.pull.reviews().unwrap()[0].body;
+    assert!(body.contains("3 findings below this repository's thresholds (min_severity critical, min_confidence 95)"), "{body}");
+    assert!(body.contains("LGTM"), "{body}");
+    assert_eq!(world.labels(), ["human-review-needed"]);
+}
+
+/// GitHub's suggestion semantics: lines `start..=end` of the head file become
+/// the block's lines.
+fn apply_suggestion(head: &str, start: usize, end: usize, block: &str) -> String {
+    let lines: Vec<&str> = head.lines().collect();
+    let mut out: Vec<&str> = lines[..start - 1].to_vec();
+    out.extend(block.lines());
+    out.extend(&lines[end..]);
+    let mut text = out.join("\n");
+    text.push('\n');
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suggestion_is_posted_as_a_block_that_applies_cleanly() {
+    let Some(world) = World::start(three_findings_script(), "echo tests pass\n").await else {
+        return;
+    };
+    let output = world.review(&[]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let comments = world.pull.review_comments().unwrap();
+    assert_eq!(comments.len(), 3, "{comments:?}");
+    let suggested = comments
+        .iter()
+        .find(|comment| comment.line == Some(5))
+        .unwrap();
+    let body = &suggested.body;
+    let start = body.find("```suggestion\n").expect(body) + "```suggestion\n".len();
+    let block = &body[start..start + body[start..].find("\n```").expect(body)];
+    assert_eq!(block, "pub fn six() -> u32 { 5 + 1 }");
+    for other in comments.iter().filter(|comment| comment.line != Some(5)) {
+        assert!(!other.body.contains("```suggestion"), "{}", other.body);
+    }
+
+    // Apply it as GitHub would, then check the change as a patch with real git.
+    let head = library(true);
+    let line = usize::try_from(suggested.line.unwrap()).unwrap();
+    let first = suggested
+        .start_line
+        .map_or(line, |start| usize::try_from(start).unwrap());
+    let applied = apply_suggestion(&head, first, line, block);
+    let repository = tempfile::tempdir().unwrap();
+    let git = |arguments: &[&str]| {
+        let output = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(arguments)
+            .current_dir(repository.path())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "git {arguments:?}: {}",
+            stderr(&output)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    std::fs::create_dir(repository.path().join("src")).unwrap();
+    std::fs::write(repository.path().join("src/lib.rs"), &head).unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "head"]);
+    std::fs::write(repository.path().join("src/lib.rs"), &applied).unwrap();
+    let patch = git(&["diff"]);
+    git(&["checkout", "--", "."]);
+    std::fs::write(repository.path().join("fix.patch"), &patch).unwrap();
+    git(&["apply", "--check", "fix.patch"]);
+    git(&["apply", "fix.patch"]);
+    let fixed = std::fs::read_to_string(repository.path().join("src/lib.rs")).unwrap();
+    assert_eq!(fixed.lines().nth(4), Some("pub fn six() -> u32 { 5 + 1 }"));
+    assert_eq!(fixed.lines().count(), 40, "only line 5 changed");
+    assert_eq!(patch.matches("\n-pub").count(), 1, "{patch}");
+}
+
+/// Issue 28, item 1: the first review raises findings on lines 4, 5 and 6;
+/// the second (after a commit changing lines 5 and 6) raises nothing.
+fn fixed_threads_script() -> Script {
+    Script::new([
+        Turn::text("Architecture pass done."),
+        Turn::tools([
+            tool(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 4, "message": "`line_4` says nothing of what it does.", "title": "Vague name", "severity": "clarity", "confidence": 70}),
+            ),
+            tool(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 5, "message": "`five` now returns 6: the name lies.", "title": "Misleading name", "severity": "logic", "confidence": 90}),
+            ),
+            tool(
+                "leave_inline_comment",
+                json!({"path": "src/lib.rs", "line": 6, "message": "`line_6` could be a constant.", "title": "Could be a constant", "severity": "improvement", "confidence": 70}),
+            ),
+        ]),
+        Turn::text("Detailed pass done."),
+        Turn::text("Architecture pass done again."),
+        Turn::text("Detailed pass done again: nothing new."),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_finding_gets_its_thread_resolved_and_the_others_stay_open() {
+    let Some(world) = World::start(fixed_threads_script(), "echo tests pass\n").await else {
+        return;
+    };
+    let output = world.review(&[]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let comments = world.pull.review_comments().unwrap();
+    assert_eq!(comments.len(), 3, "{comments:?}");
+    let on_line = |line: u64| {
+        comments
+            .iter()
+            .find(|comment| comment.line == Some(line))
+            .unwrap()
+            .id
+    };
+    let (four, five, six) = (on_line(4), on_line(5), on_line(6));
+    // A person asks a follow-up on the line-6 finding; nobody answers it.
+    world.sim.user("octocat");
+    world.pull.reply("octocat", six, "Why a constant?").unwrap();
+
+    // The next commit changes lines 5 and 6, not line 4.
+    let fixed = library(true)
+        .replace(
+            "pub fn five() -> u32 { 5 + 1 }",
+            "pub fn six() -> u32 { 5 + 1 }",
+        )
+        .replace("pub fn line_6() {}", "pub const LINE_6: () = ();");
+    world
+        .pull
+        .new_commit()
+        .unwrap()
+        .modify("src/lib.rs", &fixed)
+        .commit()
+        .unwrap();
+    // As the loop does after a fix: back to review.
+    world.pull.remove_label("bot-changes-needed").unwrap();
+    world.pull.add_label("bot-review-needed").unwrap();
+    let output = world.review(&[]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        world.pull.resolved_threads().unwrap(),
+        [five],
+        "only the fixed, unanswered-by-nobody thread"
+    );
+    let reviews = world.pull.reviews().unwrap();
+    let body = &reviews.last().unwrap().body;
+    assert!(body.contains("### Resolved"), "{body}");
+    assert!(
+        body.contains("`src/lib.rs` line 5: Misleading name"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("Vague name (") && !body.contains(&format!("resolved: {four}")),
+        "{body}"
+    );
+    // Nothing new: the body says what is still open and why the label stays.
+    assert!(body.contains("No new findings"), "{body}");
+    assert!(body.contains("`bot-changes-needed`"), "{body}");
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+    let log = stderr(&output);
+    assert!(log.contains("resolve fixed threads"), "{log}");
+    let _ = four;
+}

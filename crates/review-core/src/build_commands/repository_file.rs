@@ -9,6 +9,18 @@
 //! environment = { PYTHONDONTWRITEBYTECODE = "1" }
 //! ```
 //!
+//! The file may also hold a `[review]` table (issue 28, item 3): the owners'
+//! noise control, the keys `min_severity`, `min_confidence` and
+//! `max_inline_comments` ([`crate::findings::noise`]), read by
+//! [`parse_tables`].
+//!
+//! ```toml
+//! [review]
+//! min_severity = "logic"
+//! min_confidence = 60
+//! max_inline_comments = 10
+//! ```
+//!
 //! The file is the owners' contract with the bot, so it is read strictly: an
 //! unknown table or key, a value of the wrong type, a command or variable
 //! that could not be passed to a shell (a NUL byte, a variable name that is
@@ -26,6 +38,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::{CommandSet, REPOSITORY_FILE};
+use crate::findings::noise::NoiseOverrides;
 
 /// The largest `.review-bot.toml` read (64 KiB); a larger one is an error.
 pub const SIZE_LIMIT: usize = 64 * 1024;
@@ -36,7 +49,7 @@ pub enum RepositoryFileError {
     /// Larger than [`SIZE_LIMIT`].
     #[error(
         "{REPOSITORY_FILE} is {size} bytes, more than the {SIZE_LIMIT} bytes read; keep only the \
-         [build] table in it"
+         [build] and [review] tables in it"
     )]
     TooLarge {
         /// Its size in bytes.
@@ -77,13 +90,27 @@ impl RepositoryFileError {
 
 /// What the owners may write, and nothing else.
 const REMEDY: &str = "the file may hold only a [build] table with the keys setup, build and test \
-                      (lists of shell command lines) and environment (a table of strings)";
+                      (lists of shell command lines) and environment (a table of strings), and a \
+                      [review] table with the keys min_severity (one of critical, security, \
+                      performance, logic, improvement, clarity), min_confidence (0 to 100) and \
+                      max_inline_comments (a whole number)";
 
 /// The file's shape.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
     build: Option<Build>,
+    #[serde(default)]
+    review: NoiseOverrides,
+}
+
+/// Both tables of the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepositoryTables {
+    /// `[build]`: `None` when the file has none.
+    pub build: Option<CommandSet>,
+    /// `[review]`: the keys it sets (none when the table is absent).
+    pub review: NoiseOverrides,
 }
 
 /// `[build]`.
@@ -107,13 +134,23 @@ struct Build {
 ///
 /// A [`RepositoryFileError`] saying what is wrong and where.
 pub fn parse_bytes(bytes: &[u8]) -> Result<Option<CommandSet>, RepositoryFileError> {
+    parse_tables_bytes(bytes).map(|tables| tables.build)
+}
+
+/// Parses the file's bytes into both tables: size and encoding checked, then
+/// [`parse_tables`].
+///
+/// # Errors
+///
+/// A [`RepositoryFileError`] saying what is wrong and where.
+pub fn parse_tables_bytes(bytes: &[u8]) -> Result<RepositoryTables, RepositoryFileError> {
     if bytes.len() > SIZE_LIMIT {
         return Err(RepositoryFileError::TooLarge { size: bytes.len() });
     }
     let text = std::str::from_utf8(bytes).map_err(|error| RepositoryFileError::NotUtf8 {
         line: line_of(bytes, error.valid_up_to()),
     })?;
-    parse(text)
+    parse_tables(text)
 }
 
 /// Parses the file's text: `None` when it has no `[build]` table.
@@ -124,12 +161,25 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Option<CommandSet>, RepositoryFileErr
 /// key, a wrong type, a NUL byte in a command, a bad variable name, a text
 /// larger than [`SIZE_LIMIT`].
 pub fn parse(text: &str) -> Result<Option<CommandSet>, RepositoryFileError> {
+    parse_tables(text).map(|tables| tables.build)
+}
+
+/// Parses the file's text into its `[build]` and `[review]` tables.
+///
+/// # Errors
+///
+/// As [`parse`]; also a `[review]` key that is unknown or out of range.
+pub fn parse_tables(text: &str) -> Result<RepositoryTables, RepositoryFileError> {
     if text.len() > SIZE_LIMIT {
         return Err(RepositoryFileError::TooLarge { size: text.len() });
     }
     let file: File = toml::from_str(text).map_err(|error| from_toml(text, &error))?;
+    let review = file.review;
     let Some(build) = file.build else {
-        return Ok(None);
+        return Ok(RepositoryTables {
+            build: None,
+            review,
+        });
     };
     for (list, commands) in [
         ("setup", &build.setup),
@@ -173,12 +223,15 @@ pub fn parse(text: &str) -> Result<Option<CommandSet>, RepositoryFileError> {
             ));
         }
     }
-    Ok(Some(CommandSet {
-        setup: build.setup,
-        build: build.build,
-        test: build.test,
-        environment: build.environment,
-    }))
+    Ok(RepositoryTables {
+        build: Some(CommandSet {
+            setup: build.setup,
+            build: build.build,
+            test: build.test,
+            environment: build.environment,
+        }),
+        review,
+    })
 }
 
 /// `NAME` is `[A-Za-z_][A-Za-z0-9_]*`.
@@ -336,6 +389,44 @@ mod tests {
         assert!(shown.contains("line 3"), "{shown}");
         assert!(shown.contains("unknown key `build.tset`"), "{shown}");
         assert!(shown.contains("setup, build and test"), "{shown}");
+    }
+
+    #[test]
+    fn reads_the_review_table_beside_build_or_alone() {
+        let tables = parse_tables(
+            "[review]\nmin_severity = \"logic\"\nmin_confidence = 60\nmax_inline_comments = 3\n",
+        )
+        .unwrap();
+        assert_eq!(tables.build, None);
+        assert_eq!(
+            tables.review.min_severity,
+            Some(crate::findings::Severity::Logic)
+        );
+        assert_eq!(
+            tables
+                .review
+                .min_confidence
+                .map(crate::findings::noise::Confidence::value),
+            Some(60)
+        );
+        assert_eq!(tables.review.max_inline_comments, Some(3));
+        let both =
+            parse_tables("[build]\ntest = [\"x\"]\n[review]\nmax_inline_comments = 1\n").unwrap();
+        assert!(both.build.is_some());
+        assert_eq!(both.review.max_inline_comments, Some(1));
+        assert!(parse_tables("").unwrap().review.is_empty());
+    }
+
+    #[test]
+    fn a_bad_review_key_or_value_is_named_with_what_to_give() {
+        let error = invalid("[build]\ntest = [\"x\"]\n[review]\nmax_inline = 3\n");
+        assert_eq!(error.key(), Some("review.max_inline"));
+        assert!(error.to_string().contains("line 4"), "{error}");
+        assert!(error.to_string().contains("max_inline_comments"), "{error}");
+        let error = invalid("[review]\nmin_severity = \"major\"\n");
+        assert!(error.to_string().contains("line 2"), "{error}");
+        let error = invalid("[review]\nmin_confidence = 250\n");
+        assert!(error.to_string().contains("from 0 to 100"), "{error}");
     }
 
     #[test]

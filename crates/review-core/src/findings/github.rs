@@ -10,11 +10,21 @@
 //!
 //! A comment reads: severity emoji and title, the confidence (🟢 🟡 🔵 ⚪) and
 //! severity, the description, the code context as a fenced block, the
-//! suggestion, then the footer. The suggestion is rendered as prose, never
-//! as a GitHub ` ```suggestion ` block: the format does not say that the text
-//! is replacement code for the commented lines (the seed's own example is
-//! "Add null check: …"), and a wrong suggestion block offers a one-click commit
-//! that breaks the file.
+//! suggestion, then the footer. A suggestion is prose (the seed's own example
+//! is "Add null check: …") unless it is written as a ` ```suggestion ` fenced
+//! block — the exact replacement text of the commented lines, as the prompts
+//! ask for where the fix is local (issue 28, item 4). Such a block is posted
+//! as GitHub's one-click suggestion only when GitHub applies it to exactly
+//! those lines: the comment is inline where it was aimed (not moved), on the
+//! RIGHT side, spans at most [`MAX_SUGGESTION_LINES`] lines inside one hunk,
+//! and defusing leaves the text unchanged. Anything else keeps the code as a
+//! plain fenced block saying why it is not offered as a one-click change, so
+//! a wrong suggestion block never offers a commit that breaks the file.
+//!
+//! At most [`PayloadOptions::max_inline_comments`] findings become inline
+//! comments, the most serious first ([`super::noise::rank`]); the rest are
+//! listed in the body under **More findings** in that order, with file and
+//! line (issue 28, item 3).
 //!
 //! The body carries the overview, counts (inline / outside the diff, per
 //! confidence level, per severity), key findings, the security assessment, the
@@ -43,7 +53,18 @@ use crate::payload::{
     single_line, with_footer,
 };
 
+use super::noise::rank;
 use super::{ConfidenceLevel, Findings, LineComment, Severity};
+
+/// The most lines a one-click suggestion may replace.
+pub const MAX_SUGGESTION_LINES: u32 = 10;
+
+/// How findings become a payload.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PayloadOptions {
+    /// At most this many inline comments; `None`: no cap.
+    pub max_inline_comments: Option<usize>,
+}
 
 /// A conversion's result: the payload and how each line comment was placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +75,8 @@ pub struct Conversion {
     pub verdicts: Vec<Verdict>,
 }
 
-/// Converts valid findings into a create-review payload.
+/// Converts valid findings into a create-review payload, every anchorable
+/// finding inline ([`to_review_payload_with`] with no cap).
 ///
 /// `review` goes into every footer. `next_thread` is called once for the
 /// review body, then once per inline comment, in order.
@@ -62,56 +84,101 @@ pub fn to_review_payload(
     findings: &Findings,
     diff: &PullRequestDiff,
     review: ReviewId,
+    next_thread: impl FnMut() -> ThreadId,
+) -> Conversion {
+    to_review_payload_with(
+        findings,
+        diff,
+        review,
+        PayloadOptions::default(),
+        next_thread,
+    )
+}
+
+/// Where one finding goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Placement {
+    /// Inline, with this body (footer not yet added).
+    Inline(String),
+    /// In the body, under "Outside the diff".
+    Outside(OutsideReason),
+    /// In the body, under "More findings": past the inline cap.
+    PastCap,
+}
+
+/// Converts valid findings into a create-review payload with `options`.
+///
+/// `review` goes into every footer. `next_thread` is called once for the
+/// review body, then once per inline comment, in order.
+pub fn to_review_payload_with(
+    findings: &Findings,
+    diff: &PullRequestDiff,
+    review: ReviewId,
+    options: PayloadOptions,
     mut next_thread: impl FnMut() -> ThreadId,
 ) -> Conversion {
     let body_footer = Footer::new(review, next_thread());
-    let mut comments = Vec::new();
-    let mut outside = Vec::new();
-    let mut verdicts = Vec::new();
-    for comment in &findings.line_comments {
-        let location = comment.location();
-        let verdict = anchor(diff, &location);
-        let note = match &verdict {
-            Verdict::Moved {
-                line, start_line, ..
-            } => {
-                let placed = CommentLocation {
-                    start_line: *start_line,
-                    line: *line,
-                    ..location.clone()
-                };
-                Some(format!(
-                    "_Aimed at {} of this file, which GitHub does not accept comments on; \
-                     shown on {}, the nearest {} that {} part of the diff._",
-                    describe_lines(&location),
-                    describe_lines(&placed),
-                    if start_line.is_some() {
-                        "lines"
-                    } else {
-                        "line"
-                    },
-                    if start_line.is_some() { "are" } else { "is" },
-                ))
-            }
-            _ => None,
-        };
-        if verdict.is_postable_inline() {
-            let footer = Footer::new(review, next_thread());
-            let body = with_footer(&comment_body(comment, note.as_deref()), &footer.render());
-            if fits_github(&body) {
-                comments.extend(PayloadComment::anchored(&verdict, location.side, body));
+    let verdicts: Vec<Verdict> = findings
+        .line_comments
+        .iter()
+        .map(|comment| anchor(diff, &comment.location()))
+        .collect();
+    // Decide in rank order, so the cap keeps the most serious findings inline.
+    let mut ranked: Vec<usize> = (0..findings.line_comments.len()).collect();
+    ranked.sort_by_key(|&index| rank(&findings.line_comments[index]));
+    let cap = options.max_inline_comments.unwrap_or(usize::MAX);
+    let sized_footer = Footer::new(review, ThreadId(uuid::Uuid::nil())).render();
+    let mut placements: Vec<Option<Placement>> = vec![None; findings.line_comments.len()];
+    let mut inline_count = 0usize;
+    let mut past_cap = Vec::new();
+    for &index in &ranked {
+        let comment = &findings.line_comments[index];
+        let verdict = &verdicts[index];
+        let placement = if verdict.is_postable_inline() {
+            let body = comment_body(
+                comment,
+                moved_note(comment, verdict).as_deref(),
+                Some(verdict),
+            );
+            if !fits_github(&with_footer(&body, &sized_footer)) {
+                Placement::Outside(OutsideReason::TooLong)
+            } else if inline_count >= cap {
+                past_cap.push(index);
+                Placement::PastCap
             } else {
-                outside.push((comment, OutsideReason::TooLong));
+                inline_count += 1;
+                Placement::Inline(body)
             }
         } else if verdict.name() == "not_in_pr" {
-            outside.push((comment, OutsideReason::NotInPullRequest));
+            Placement::Outside(OutsideReason::NotInPullRequest)
         } else {
-            outside.push((comment, OutsideReason::NotInDiff));
-        }
-        verdicts.push(verdict);
+            Placement::Outside(OutsideReason::NotInDiff)
+        };
+        placements[index] = Some(placement);
     }
+    let mut comments = Vec::new();
+    let mut outside = Vec::new();
+    for (index, comment) in findings.line_comments.iter().enumerate() {
+        match placements[index].take() {
+            Some(Placement::Inline(body)) => {
+                let footer = Footer::new(review, next_thread());
+                let body = with_footer(&body, &footer.render());
+                comments.extend(PayloadComment::anchored(
+                    &verdicts[index],
+                    comment.location().side,
+                    body,
+                ));
+            }
+            Some(Placement::Outside(reason)) => outside.push((comment, reason)),
+            Some(Placement::PastCap) | None => {}
+        }
+    }
+    let past_cap: Vec<&LineComment> = past_cap
+        .into_iter()
+        .map(|index| &findings.line_comments[index])
+        .collect();
     let body = with_footer(
-        &review_body(findings, comments.len(), &outside),
+        &review_body(findings, comments.len(), &outside, &past_cap, cap),
         &body_footer.render(),
     );
     Conversion {
@@ -123,6 +190,34 @@ pub fn to_review_payload(
         },
         verdicts,
     }
+}
+
+/// The note opening a comment the anchorer moved.
+fn moved_note(comment: &LineComment, verdict: &Verdict) -> Option<String> {
+    let Verdict::Moved {
+        line, start_line, ..
+    } = verdict
+    else {
+        return None;
+    };
+    let location = comment.location();
+    let placed = CommentLocation {
+        start_line: *start_line,
+        line: *line,
+        ..location.clone()
+    };
+    Some(format!(
+        "_Aimed at {} of this file, which GitHub does not accept comments on; \
+         shown on {}, the nearest {} that {} part of the diff._",
+        describe_lines(&location),
+        describe_lines(&placed),
+        if start_line.is_some() {
+            "lines"
+        } else {
+            "line"
+        },
+        if start_line.is_some() { "are" } else { "is" },
+    ))
 }
 
 /// Why a finding is listed in the body rather than inline.
@@ -147,7 +242,10 @@ impl OutsideReason {
 }
 
 /// The markdown of one finding (without footer), opening with `note` if any.
-fn comment_body(comment: &LineComment, note: Option<&str>) -> String {
+///
+/// `inline`: the verdict when the finding is posted inline (a suggestion
+/// block is possible only then); `None` when it is listed in the body.
+fn comment_body(comment: &LineComment, note: Option<&str>, inline: Option<&Verdict>) -> String {
     let mut body = String::new();
     if let Some(note) = note {
         body.push_str(note);
@@ -179,6 +277,11 @@ fn comment_body(comment: &LineComment, note: Option<&str>) -> String {
         .map(str::trim)
         .filter(|text| !text.is_empty())
     {
+        if let Some(replacement) = replacement_text(suggestion) {
+            body.push_str("\n\n");
+            body.push_str(&suggestion_section(comment, replacement, inline));
+            return body;
+        }
         let suggestion = footer::defuse(suggestion);
         if suggestion.contains('\n') {
             let _ = write!(body, "\n\n**Suggestion:**\n\n{suggestion}");
@@ -187,6 +290,93 @@ fn comment_body(comment: &LineComment, note: Option<&str>) -> String {
         }
     }
     body
+}
+
+/// The replacement text of a suggestion written as a ` ```suggestion `
+/// fenced block (three or more backticks, closed by the same fence), or
+/// `None` when the suggestion is prose.
+pub fn replacement_text(suggestion: &str) -> Option<&str> {
+    let text = suggestion.trim();
+    let fence_length = text
+        .chars()
+        .take_while(|&character| character == '`')
+        .count();
+    if fence_length < 3 {
+        return None;
+    }
+    let fence = &text[..fence_length];
+    let (opening, rest) = text[fence_length..].split_once('\n')?;
+    if opening.trim() != "suggestion" {
+        return None;
+    }
+    let inner = rest.strip_suffix(fence)?;
+    let inner = inner
+        .strip_suffix('\n')
+        .or_else(|| inner.is_empty().then_some(inner))?;
+    let inner = inner.strip_suffix('\r').unwrap_or(inner);
+    let closes_early = inner
+        .lines()
+        .any(|line| line.trim_start().starts_with(fence));
+    (!closes_early).then_some(inner)
+}
+
+/// Why a replacement cannot be a one-click suggestion on `inline`'s lines,
+/// or `None` when it can.
+fn suggestion_refusal(
+    comment: &LineComment,
+    replacement: &str,
+    inline: Option<&Verdict>,
+) -> Option<&'static str> {
+    let Some(verdict) = inline else {
+        return Some("the finding is not an inline comment");
+    };
+    if !matches!(verdict, Verdict::Inline { .. }) {
+        return Some("the comment is not on the lines it was aimed at");
+    }
+    if comment.side() != crate::anchor::Side::Right {
+        return Some("it is about the old side of the diff");
+    }
+    let (_, line, start_line) = verdict.target()?;
+    let lines = line - start_line.unwrap_or(line) + 1;
+    if lines > MAX_SUGGESTION_LINES {
+        return Some("it would replace more than 10 lines");
+    }
+    if footer::defuse(replacement) != replacement {
+        return Some("the text holds characters review-bot does not post as code");
+    }
+    None
+}
+
+/// The suggestion section for a replacement: GitHub's one-click block when
+/// it applies to the commented lines, else the code as a plain block and why.
+fn suggestion_section(
+    comment: &LineComment,
+    replacement: &str,
+    inline: Option<&Verdict>,
+) -> String {
+    if let Some(reason) = suggestion_refusal(comment, replacement, inline) {
+        let language = comment
+            .file
+            .rsplit_once('.')
+            .map(|(_, extension)| extension);
+        let location = comment.location();
+        return format!(
+            "**Suggested replacement for {}** (not offered as a one-click change: {reason}):\n\n{}",
+            describe_lines(&location),
+            code_block(replacement, language),
+        );
+    }
+    let longest_run = replacement
+        .split(|character| character != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat((longest_run + 1).max(3));
+    if replacement.is_empty() {
+        // GitHub's way of suggesting that the lines be deleted.
+        return format!("**Suggested change** (delete these lines):\n\n{fence}suggestion\n{fence}");
+    }
+    format!("**Suggested change:**\n\n{fence}suggestion\n{replacement}\n{fence}")
 }
 
 /// `🟢 High confidence (95) · 🚨 Critical`.
@@ -211,6 +401,8 @@ fn review_body(
     findings: &Findings,
     inline: usize,
     outside: &[(&LineComment, OutsideReason)],
+    past_cap: &[&LineComment],
+    cap: usize,
 ) -> String {
     let summary = &findings.review_summary;
     let mut body = String::from("## Review summary\n\n");
@@ -218,7 +410,7 @@ fn review_body(
     if !overview.is_empty() {
         let _ = write!(body, "{}\n\n", footer::defuse(overview));
     }
-    body.push_str(&counts(findings, inline, outside.len()));
+    body.push_str(&counts(findings, inline, outside.len(), past_cap.len()));
     let key_findings: Vec<&str> = summary
         .key_findings
         .iter()
@@ -239,6 +431,27 @@ fn review_body(
             let _ = write!(body, "\n\n### {title}\n\n{}", footer::defuse(text.trim()));
         }
     }
+    if !past_cap.is_empty() {
+        let _ = write!(
+            body,
+            "\n\n### More findings\n\nThis review posts at most {cap} inline comment{} \
+             (`review.max_inline_comments`); the other {} finding{} follow, most serious first.",
+            if cap == 1 { "" } else { "s" },
+            past_cap.len(),
+            if past_cap.len() == 1 { "" } else { "s" },
+        );
+        for comment in past_cap {
+            let location = comment.location();
+            let _ = write!(
+                body,
+                "\n\n---\n\n{} {} ({})\n\n{}",
+                inline_code(&comment.file),
+                describe_lines(&location),
+                location.side,
+                comment_body(comment, None, None),
+            );
+        }
+    }
     if !outside.is_empty() {
         body.push_str(
             "\n\n### Outside the diff\n\nGitHub accepts review comments only on lines of the diff \
@@ -253,7 +466,7 @@ fn review_body(
                 inline_code(&comment.file),
                 describe_lines(&location),
                 location.side,
-                comment_body(comment, None),
+                comment_body(comment, None, None),
             );
         }
     }
@@ -261,7 +474,7 @@ fn review_body(
 }
 
 /// The counts paragraph.
-fn counts(findings: &Findings, inline: usize, outside: usize) -> String {
+fn counts(findings: &Findings, inline: usize, outside: usize, past_cap: usize) -> String {
     let comments = &findings.line_comments;
     let total = comments.len();
     if total == 0 {
@@ -271,6 +484,9 @@ fn counts(findings: &Findings, inline: usize, outside: usize) -> String {
         "- **{total} line comment{}**: {inline} inline, {outside} outside the diff",
         if total == 1 { "" } else { "s" }
     );
+    if past_cap > 0 {
+        let _ = write!(text, ", {past_cap} past the inline cap (in the body)");
+    }
     let levels: Vec<String> = ConfidenceLevel::ALL
         .into_iter()
         .filter_map(|level| {

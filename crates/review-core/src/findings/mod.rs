@@ -13,6 +13,7 @@
 //! - [`github`] turns valid findings into a GitHub create-review payload.
 
 pub mod github;
+pub mod noise;
 pub mod validate;
 
 use std::fmt;
@@ -113,7 +114,8 @@ pub struct LineComment {
     /// A relevant snippet, shown as code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_context: Option<String>,
-    /// A fix, in prose (see the `github` module for why it is not a suggestion block).
+    /// A fix: prose, or a ` ```suggestion ` block with the exact replacement of
+    /// the commented lines (see the `github` module).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
     /// Ours: which side of the diff `line` counts on; `RIGHT` when absent.

@@ -10,13 +10,21 @@
 //! but still count as unresolved. Replies get deterministic thread ids (a
 //! UUID v5 of the review id and the comment replied to), so a rerun of the
 //! same review finds the reply it already posted instead of posting another.
+//!
+//! Noise control (issue 28, item 3): findings below the repository's
+//! `min_severity`/`min_confidence` are left out (the body says how many and
+//! why) and do not keep the pull request in `bot-changes-needed`; past
+//! `max_inline_comments` the rest go into the body, most serious first.
+//! A review that posts no new finding says what is still open and why the
+//! label is what it is (issue 25, item 10).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use review_core::agent_requests::{AgentRequest, ReplyTarget};
 use review_core::diff::PullRequestDiff;
-use review_core::findings::github::to_review_payload;
+use review_core::findings::github::{PayloadOptions, to_review_payload_with};
+use review_core::findings::noise::NoiseControl;
 use review_core::findings::{
     ConfidenceBreakdown, ConfidenceLevel, Findings, LineComment, Metadata, PullRequestInfo,
     ReviewEvent, ReviewSummary, SCHEMA_VERSION, Severity,
@@ -105,6 +113,120 @@ pub struct PostedFinding {
     pub body: String,
 }
 
+/// A bot thread this review resolves (issue 28, item 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadToResolve {
+    /// GraphQL's node id of the thread.
+    pub id: String,
+    /// The REST id of its first comment (the bot's finding).
+    pub comment_id: u64,
+    /// The file.
+    pub path: String,
+    /// The line the finding was made on.
+    pub line: Option<u32>,
+    /// The finding's title.
+    pub title: String,
+}
+
+/// The marker, in a review body, listing the threads that review resolved
+/// (by first comment id): a thread the bot resolved once and a person
+/// reopened is never resolved again.
+pub const RESOLVED_MARKER_PREFIX: &str = "<!-- review-bot resolved:";
+
+/// The comment ids an earlier review body says the bot resolved.
+pub fn resolved_before(body: &str) -> Vec<u64> {
+    body.lines()
+        .filter_map(|line| line.trim().strip_prefix(RESOLVED_MARKER_PREFIX))
+        .filter_map(|rest| rest.strip_suffix("-->"))
+        .flat_map(|ids| {
+            ids.split_whitespace()
+                .filter_map(|id| id.parse().ok())
+                .collect::<Vec<u64>>()
+        })
+        .collect()
+}
+
+/// The finding's title in a bot comment: the first `**…**` of its first lines.
+fn title_of(body: &str) -> Option<String> {
+    let start = body.find("**")? + 2;
+    let end = start + body[start..].find("**")?;
+    Some(body[start..end].trim().to_owned()).filter(|title| !title.is_empty())
+}
+
+/// The bot threads to resolve: started by the bot with one of its findings
+/// (a `thread::` footer), not resolved, nobody but the bot has written in it
+/// since the bot's last comment (and every comment was read), the lines it
+/// points at changed since (`isOutdated`), never resolved by the bot before
+/// (a person who reopened it decides), and not raised again by this review
+/// (no finding on the same file with the same title).
+pub fn threads_to_resolve(
+    threads: &[review_github::GraphQlThread],
+    bot: &str,
+    findings: &[LineComment],
+    resolved_earlier: &BTreeSet<u64>,
+) -> Vec<ThreadToResolve> {
+    threads
+        .iter()
+        .filter(|thread| !thread.is_resolved && thread.is_outdated && !thread.comments_truncated)
+        .filter_map(|thread| {
+            let first = thread.comments.first()?;
+            let last = thread.comments.last()?;
+            let by_bot =
+                |author: Option<&str>| author.is_some_and(|login| login.eq_ignore_ascii_case(bot));
+            if !by_bot(first.author.as_deref()) || !by_bot(last.author.as_deref()) {
+                return None;
+            }
+            footer::own_footer(&first.body).thread?;
+            let comment_id = first.database_id?;
+            if resolved_earlier.contains(&comment_id) {
+                return None;
+            }
+            let title = title_of(&first.body).unwrap_or_else(|| "Finding".to_owned());
+            let raised_again = findings.iter().any(|finding| {
+                finding.file == thread.path
+                    && review_core::payload::single_line(&finding.title)
+                        .eq_ignore_ascii_case(&title)
+            });
+            (!raised_again).then(|| ThreadToResolve {
+                id: thread.id.clone(),
+                comment_id,
+                path: thread.path.clone(),
+                line: thread.original_line,
+                title,
+            })
+        })
+        .collect()
+}
+
+/// The review body's paragraph listing the threads resolved, with the marker.
+fn resolved_note(resolved: &[ThreadToResolve]) -> Option<String> {
+    if resolved.is_empty() {
+        return None;
+    }
+    let mut text = String::from(
+        "### Resolved\n\nThe lines these earlier findings point at have changed and this review \
+         does not raise them again, so their threads are resolved:\n",
+    );
+    for thread in resolved {
+        let _ = write!(
+            text,
+            "\n- {}{}: {}",
+            review_core::payload::inline_code(&thread.path),
+            thread
+                .line
+                .map(|line| format!(" line {line}"))
+                .unwrap_or_default(),
+            footer::defuse(&review_core::payload::single_line(&thread.title)),
+        );
+    }
+    let ids: Vec<String> = resolved
+        .iter()
+        .map(|thread| thread.comment_id.to_string())
+        .collect();
+    let _ = write!(text, "\n\n{RESOLVED_MARKER_PREFIX} {} -->", ids.join(" "));
+    Some(text)
+}
+
 /// The review composed from the passes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Composed {
@@ -124,6 +246,10 @@ pub struct Composed {
     pub duplicates: usize,
     /// Unresolved threads no pass answered.
     pub unanswered: Vec<u64>,
+    /// Findings left out as below the repository's thresholds.
+    pub hidden: usize,
+    /// Bot threads to resolve once the review is posted.
+    pub resolve: Vec<ThreadToResolve>,
 }
 
 /// What [`compose`] needs.
@@ -145,6 +271,12 @@ pub struct ComposeInput<'a> {
     pub reviewed_at: String,
     /// Who reviewed (`claude-code/MODEL`).
     pub reviewer: String,
+    /// The repository's thresholds and inline cap.
+    pub noise: NoiseControl,
+    /// The pull request's review threads (GraphQL), when they could be read.
+    pub threads: &'a [review_github::GraphQlThread],
+    /// Threads the bot resolved in earlier reviews (first comment ids).
+    pub resolved_earlier: &'a BTreeSet<u64>,
 }
 
 /// The threads the agent was asked to answer: every review thread and every
@@ -214,6 +346,7 @@ pub fn is_resolved(message: &str) -> bool {
 }
 
 /// Composes the review. Pure.
+#[allow(clippy::too_many_lines)] // one linear recipe: merge, filter, partition, convert, collect
 pub fn compose(input: &ComposeInput<'_>) -> Composed {
     let outputs: Vec<_> = input
         .passes
@@ -224,8 +357,17 @@ pub fn compose(input: &ComposeInput<'_>) -> Composed {
     let unresolved = unresolved_threads(input.snapshot);
     let merged = passes::merge_passes(&pass_outputs, &unresolved);
 
-    let line_comments = kept_line_comments(&merged, &outputs);
-    let unresolved_left = merged.has_unresolved();
+    let (line_comments, hidden): (Vec<LineComment>, Vec<LineComment>) =
+        kept_line_comments(&merged, &outputs)
+            .into_iter()
+            .partition(|comment| input.noise.shows(comment));
+    // As `merged.has_unresolved()`, but counting only the findings shown.
+    let unresolved_left = !line_comments.is_empty()
+        || !merged.unanswered.is_empty()
+        || merged
+            .thread_responses
+            .iter()
+            .any(|response| !response.item.resolved);
     let outcome = if unresolved_left {
         ReviewOutcome::ChangesRequested
     } else {
@@ -246,7 +388,22 @@ pub fn compose(input: &ComposeInput<'_>) -> Composed {
         })
         .collect();
 
-    let overview = overview(input, &merged, outcome, repeated.len(), &unanswered);
+    let resolve = match input.snapshot.bot_login.as_deref() {
+        Some(bot) => threads_to_resolve(input.threads, bot, &line_comments, input.resolved_earlier),
+        None => Vec::new(),
+    };
+    let overview = overview(
+        input,
+        &merged,
+        outcome,
+        &Tally {
+            fresh: fresh.len(),
+            repeated: &repeated,
+            hidden: hidden.len(),
+            unanswered: &unanswered,
+        },
+        resolved_note(&resolve),
+    );
     let info = &input.snapshot.pull_request;
     let findings_for = |comments: Vec<LineComment>| Findings {
         version: SCHEMA_VERSION.to_owned(),
@@ -276,13 +433,24 @@ pub fn compose(input: &ComposeInput<'_>) -> Composed {
     let posted_findings = findings_for(fresh.clone());
     let mut counter = 0u32;
     let review_uuid = input.review_id.0;
-    let conversion = to_review_payload(&posted_findings, input.diff, input.review_id, || {
-        counter += 1;
-        ThreadId(Uuid::new_v5(
-            &review_uuid,
-            format!("comment:{counter}").as_bytes(),
-        ))
-    });
+    let options = PayloadOptions {
+        max_inline_comments: Some(
+            usize::try_from(input.noise.max_inline_comments).unwrap_or(usize::MAX),
+        ),
+    };
+    let conversion = to_review_payload_with(
+        &posted_findings,
+        input.diff,
+        input.review_id,
+        options,
+        || {
+            counter += 1;
+            ThreadId(Uuid::new_v5(
+                &review_uuid,
+                format!("comment:{counter}").as_bytes(),
+            ))
+        },
+    );
 
     let replies = merged
         .thread_responses
@@ -306,6 +474,8 @@ pub fn compose(input: &ComposeInput<'_>) -> Composed {
         repeated: repeated.len(),
         duplicates: merged.duplicate_comments.len(),
         unanswered,
+        hidden: hidden.len(),
+        resolve,
     }
 }
 
@@ -422,13 +592,26 @@ fn key_findings(comments: &[LineComment]) -> Vec<String> {
         .collect()
 }
 
-/// The review's overview: the verdict, the agents' general comments, the notes.
+/// What the review found, for its overview.
+struct Tally<'a> {
+    /// Findings posted by this review.
+    fresh: usize,
+    /// Findings an earlier review posted, raised again.
+    repeated: &'a [LineComment],
+    /// Findings below the thresholds.
+    hidden: usize,
+    /// Threads no pass answered.
+    unanswered: &'a [u64],
+}
+
+/// The review's overview: the verdict, the agents' general comments, what is
+/// still open when nothing is new, the notes.
 fn overview(
     input: &ComposeInput<'_>,
     merged: &MergedReview,
     outcome: ReviewOutcome,
-    repeated: usize,
-    unanswered: &[u64],
+    tally: &Tally<'_>,
+    resolved: Option<String>,
 ) -> String {
     let mut text = String::new();
     if outcome == ReviewOutcome::Approved {
@@ -440,7 +623,10 @@ fn overview(
             let _ = write!(text, "{general}\n\n");
         }
     }
-    if repeated > 0 {
+    let repeated = tally.repeated.len();
+    if outcome == ReviewOutcome::ChangesRequested && tally.fresh == 0 {
+        text.push_str(&still_open(input, merged, tally));
+    } else if repeated > 0 {
         let _ = write!(
             text,
             "_{repeated} finding{} raised in an earlier review {} still open and not repeated here._\n\n",
@@ -448,18 +634,94 @@ fn overview(
             if repeated == 1 { "is" } else { "are" },
         );
     }
-    if !unanswered.is_empty() {
-        let ids: Vec<String> = unanswered.iter().map(|id| format!("#{id}")).collect();
+    if !tally.unanswered.is_empty() && tally.fresh > 0 {
+        let ids: Vec<String> = tally.unanswered.iter().map(|id| format!("#{id}")).collect();
         let _ = write!(
             text,
             "_Earlier comments the review did not answer (comment ids): {}._\n\n",
             ids.join(", ")
         );
     }
+    if tally.hidden > 0 {
+        let _ = write!(
+            text,
+            "_{} finding{} below this repository's thresholds ({}) {} not shown; the \
+             thresholds are `review.min_severity` and `review.min_confidence`._\n\n",
+            tally.hidden,
+            if tally.hidden == 1 { "" } else { "s" },
+            input.noise,
+            if tally.hidden == 1 { "is" } else { "are" },
+        );
+    }
     for note in &input.notes {
         let _ = write!(text, "{}\n\n", note.trim());
     }
+    if let Some(resolved) = resolved {
+        let _ = write!(text, "{resolved}\n\n");
+    }
     text.trim_end().to_owned()
+}
+
+/// For a review that posts no new finding but leaves the label at
+/// `bot-changes-needed`: what is still open, and that this is why.
+fn still_open(input: &ComposeInput<'_>, merged: &MergedReview, tally: &Tally<'_>) -> String {
+    let mut items = Vec::new();
+    for finding in tally.repeated {
+        items.push(format!(
+            "- {} line {}: {} (raised in an earlier review, not fixed yet)",
+            review_core::payload::inline_code(&finding.file),
+            finding.line,
+            footer::defuse(&review_core::payload::single_line(&finding.title)),
+        ));
+    }
+    for response in &merged.thread_responses {
+        if response.item.resolved {
+            continue;
+        }
+        let ThreadKey::Comment(id) = response.item.thread else {
+            continue;
+        };
+        items.push(match input.snapshot.find_comment(id) {
+            Some(CommentLookup::ThreadRoot(thread) | CommentLookup::ThreadReply { thread, .. }) => {
+                format!(
+                    "- the thread on {}{}: answered, still unresolved",
+                    review_core::payload::inline_code(&thread.path),
+                    thread
+                        .line
+                        .map(|line| format!(" line {line}"))
+                        .unwrap_or_default(),
+                )
+            }
+            _ => format!("- comment #{id}: answered, still unresolved"),
+        });
+    }
+    for id in tally.unanswered {
+        items.push(format!("- comment #{id}: not answered by this review"));
+    }
+    let mut text = String::from("**No new findings in this review.**");
+    if items.is_empty() {
+        text.push_str("\n\n");
+        return text;
+    }
+    let _ = write!(
+        text,
+        " Still open:\n\n{}\n\nThe label stays `{}` because {} {} still open; it moves on \
+         when {} fixed or answered.\n\n",
+        items.join("\n"),
+        review_core::labels::Label::BotChangesNeeded.name(),
+        if items.len() == 1 {
+            "this item"
+        } else {
+            "these items"
+        },
+        if items.len() == 1 { "is" } else { "are" },
+        if items.len() == 1 {
+            "it is"
+        } else {
+            "they are"
+        },
+    );
+    text
 }
 
 /// The reply for a kept thread response, when the comment is in the snapshot.

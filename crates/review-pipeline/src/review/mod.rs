@@ -80,6 +80,8 @@ pub struct ReviewSettings {
     pub bot_login: Option<String>,
     /// How old run directories are pruned (at the start of every review).
     pub runs_pruning: crate::runs::Pruning,
+    /// The operator's noise control (thresholds and inline cap), per repository.
+    pub noise: command_sources::OperatorNoise,
 }
 
 /// Everything the review flow talks to.
@@ -711,7 +713,32 @@ impl Job<'_> {
             ));
         }
         let passes = self.passes(worktree, snapshot, snapshot_path, diff).await?;
-        self.compose(snapshot, diff, &passes, notes).await
+        let noise = self.noise_control(mirror, snapshot).await?;
+        self.compose(snapshot, diff, &passes, notes, noise).await
+    }
+
+    /// The noise control for this pull request: the operator's settings
+    /// layered with the base commit's `.review-bot.toml` `[review]` table
+    /// ([`command_sources::OperatorNoise::for_repository`]). A file that
+    /// cannot be used adds nothing (its problem is reported where the build
+    /// commands are discovered).
+    async fn noise_control(
+        &self,
+        mirror: &Path,
+        snapshot: &PullRequestSnapshot,
+    ) -> Result<review_core::findings::noise::NoiseControl, ReviewError> {
+        let reviewer = self.reviewer;
+        let file = command_sources::base_repository_file(
+            reviewer.checkouts.git(),
+            mirror,
+            &snapshot.pull_request.base_sha,
+            &self.pull_request.base_branch,
+        )
+        .await?;
+        Ok(reviewer
+            .settings
+            .noise
+            .for_repository(&self.request.repository.to_string(), &file.review()))
     }
 
     /// The build + test gate: the notes for the review body when it passed
@@ -1115,10 +1142,12 @@ impl Job<'_> {
         diff: &DiffModel,
         passes: &[(Pass, Vec<review_core::agent_requests::AgentRequest>)],
         notes: Vec<String>,
+        noise: review_core::findings::noise::NoiseControl,
     ) -> Result<ReviewPlan, ReviewError> {
         let reviewer = self.reviewer;
         let step = self.progress.step("merge and anchor");
         let posted = self.posted_fingerprints(passes).await?;
+        let (threads, resolved_earlier) = self.bot_threads().await;
         let composed = compose::compose(&compose::ComposeInput {
             review_id: self.review_id,
             snapshot,
@@ -1132,6 +1161,9 @@ impl Job<'_> {
             notes,
             reviewed_at: chrono::Utc::now().to_rfc3339(),
             reviewer: format!("claude-code/{}", reviewer.claude.settings().model),
+            noise,
+            threads: &threads,
+            resolved_earlier: &resolved_earlier,
         });
         step.done(format!(
             "{} finding{} ({} inline), {} repeated, {} duplicate{}, {} repl{}",
@@ -1155,12 +1187,55 @@ impl Job<'_> {
         Ok(self.plan(
             composed.outcome,
             PlannedAction::Review {
+                resolve: composed.resolve,
                 payload: composed.payload,
                 replies: composed.replies,
                 posted: composed.posted,
                 repeated: composed.repeated,
             },
         ))
+    }
+
+    /// The pull request's review threads (GraphQL) and the threads the bot
+    /// resolved in earlier reviews (their bodies' markers). Reading them is
+    /// best effort: when GitHub refuses, the review resolves nothing and says
+    /// why in the log.
+    async fn bot_threads(
+        &self,
+    ) -> (
+        Vec<review_github::GraphQlThread>,
+        std::collections::BTreeSet<u64>,
+    ) {
+        let reviewer = self.reviewer;
+        let Some(bot) = reviewer.settings.bot_login.as_deref() else {
+            return (Vec::new(), std::collections::BTreeSet::new());
+        };
+        let repository = &self.request.repository;
+        let number = self.request.number;
+        let threads = match reviewer.github.review_threads(repository, number).await {
+            Ok(threads) => threads,
+            Err(error) => {
+                tracing::warn!(%error, "could not read the review threads; resolving none");
+                return (Vec::new(), std::collections::BTreeSet::new());
+            }
+        };
+        let resolved_earlier = match reviewer.github.list_reviews(repository, number).await {
+            Ok(reviews) => reviews
+                .iter()
+                .filter(|review| {
+                    review
+                        .author_login
+                        .as_deref()
+                        .is_some_and(|login| login.eq_ignore_ascii_case(bot))
+                })
+                .flat_map(|review| compose::resolved_before(&review.body))
+                .collect(),
+            Err(error) => {
+                tracing::warn!(%error, "could not read the earlier reviews; resolving none");
+                return (Vec::new(), std::collections::BTreeSet::new());
+            }
+        };
+        (threads, resolved_earlier)
     }
 
     fn plan(&self, outcome: ReviewOutcome, action: PlannedAction) -> ReviewPlan {

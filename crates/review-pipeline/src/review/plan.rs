@@ -23,7 +23,7 @@ use review_store::{JobKind, JobPlanKey, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::compose::{PlannedReply, PostedFinding, ReviewOutcome};
+use super::compose::{PlannedReply, PostedFinding, ReviewOutcome, ThreadToResolve};
 
 /// The plan file's name in the run directory.
 pub const PLAN_FILE_NAME: &str = "plan.json";
@@ -64,6 +64,9 @@ pub enum PlannedAction {
         posted: Vec<PostedFinding>,
         /// Findings left out because an earlier review posted them.
         repeated: usize,
+        /// The bot's threads to resolve after posting (issue 28, item 1).
+        #[serde(default)]
+        resolve: Vec<ThreadToResolve>,
     },
     /// The build or tests failed: one conversation comment.
     BuildFailed {

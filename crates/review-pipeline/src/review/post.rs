@@ -49,15 +49,47 @@ pub(super) async fn execute(job: &mut Job<'_>, plan: &ReviewPlan) -> Result<(), 
             payload,
             replies,
             posted,
+            resolve,
             ..
         } => {
             post_review(job, payload, posted).await?;
             if !replies.is_empty() {
                 post_replies(job, replies, &already).await?;
             }
+            if !resolve.is_empty() {
+                resolve_threads(job, resolve).await;
+            }
         }
     }
     set_labels(job, plan).await
+}
+
+/// Resolves the bot's fixed threads (GraphQL `resolveReviewThread`). A
+/// refusal is logged and the rest go on: the review body already said which
+/// threads are fixed, and resolving is safe to repeat on a rerun.
+async fn resolve_threads(job: &Job<'_>, resolve: &[super::compose::ThreadToResolve]) {
+    let step = job.progress.step("resolve fixed threads");
+    let mut resolved = 0usize;
+    for thread in resolve {
+        match job
+            .reviewer
+            .github
+            .resolve_review_thread(&job.request.repository, &thread.id)
+            .await
+        {
+            Ok(()) => resolved += 1,
+            Err(error) => {
+                tracing::warn!(%error, comment = thread.comment_id, "could not resolve a fixed thread");
+            }
+        }
+    }
+    let (requests, points) = job.reviewer.github.graphql_usage();
+    step.done(format!(
+        "{resolved} of {} resolved; GraphQL so far: {requests} request{}, {points} point{}",
+        resolve.len(),
+        if requests == 1 { "" } else { "s" },
+        if points == 1 { "" } else { "s" },
+    ));
 }
 
 /// Posts the review (or finds it posted) and records its findings' fingerprints.

@@ -145,6 +145,15 @@ fn text(bytes: Vec<u8>) -> String {
         .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
 }
 
+/// One hunk of a zero-context diff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hunk {
+    pub old_start: u64,
+    pub old_count: u64,
+    pub new_start: u64,
+    pub new_count: u64,
+}
+
 impl GitRepository {
     /// Opens the bare repository at `dir` (not checked until a command runs).
     pub fn open(dir: impl Into<PathBuf>) -> Self {
@@ -327,6 +336,56 @@ impl GitRepository {
             None,
         )?;
         parse_numstat(&out)
+    }
+
+    /// The hunks of `git diff -U0 from to -- path` (`None` when the file is
+    /// gone at `to`), as `@@ -old_start,old_count +new_start,new_count @@`.
+    pub fn changed_hunks(
+        &self,
+        from: &str,
+        to: &str,
+        path: &str,
+    ) -> Result<Option<Vec<Hunk>>, SimError> {
+        let names = text(self.git(&["ls-tree", "--name-only", to, "--", path], None)?);
+        if names.trim().is_empty() {
+            return Ok(None);
+        }
+        let out = text(self.git(
+            &[
+                "diff",
+                "-U0",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                from,
+                to,
+                "--",
+                path,
+            ],
+            None,
+        )?);
+        let number = |text: &str| text.parse::<u64>().unwrap_or(0);
+        let range = |text: &str| match text.split_once(',') {
+            Some((start, count)) => (number(start), number(count)),
+            None => (number(text), 1),
+        };
+        Ok(Some(
+            out.lines()
+                .filter_map(|line| {
+                    let rest = line.strip_prefix("@@ -")?;
+                    let (old, rest) = rest.split_once(" +")?;
+                    let (new, _) = rest.split_once(" @@")?;
+                    let (old_start, old_count) = range(old);
+                    let (new_start, new_count) = range(new);
+                    Some(Hunk {
+                        old_start,
+                        old_count,
+                        new_start,
+                        new_count,
+                    })
+                })
+                .collect(),
+        ))
     }
 
     /// The unified diff between two commits, exactly as git prints it (renames detected).

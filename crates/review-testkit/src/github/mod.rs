@@ -9,6 +9,8 @@
 //! messages: an inline comment off the diff fails the whole review with 422, replies only to
 //! top-level comments, 404 when removing a label the issue lacks, 401 `Bad credentials`,
 //! primary and secondary rate limits with the real headers, `ETag`s and free 304s.
+//! `POST /graphql` serves review threads and their resolution (see `graphql`), checked
+//! against the vendored subset of GitHub's GraphQL schema ([`GRAPHQL_SCHEMA`]).
 //!
 //! # Test-facing API
 //!
@@ -68,6 +70,7 @@ mod diff;
 mod faults;
 mod git;
 mod git_http;
+mod graphql;
 mod log;
 mod model;
 mod options;
@@ -83,6 +86,7 @@ use std::path::PathBuf;
 
 pub use diff::Side;
 pub use faults::{Fault, FaultRule};
+pub use graphql::SCHEMA as GRAPHQL_SCHEMA;
 pub use log::{OperationCounter, RequestCounters, RequestRecord};
 pub use model::{
     AccountKind, CheckRun, CommitStatus, IssueComment, Label, Reaction, RepositorySelection,

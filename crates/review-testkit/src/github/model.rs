@@ -240,6 +240,9 @@ pub(crate) struct PullRequest {
     pub reviews: Vec<Review>,
     pub review_comments: Vec<ReviewComment>,
     pub issue_comments: Vec<IssueComment>,
+    /// The review threads resolved (by their first comment's id), through
+    /// GraphQL's `resolveReviewThread`.
+    pub resolved_threads: std::collections::BTreeSet<u64>,
     /// For a pull request from a fork: the fork's full name (lower-cased key
     /// of another repository of the simulator), shown as `head.repo`. The
     /// head branch itself still lives in this repository's git.

@@ -12,13 +12,19 @@ use chrono::{DateTime, Utc};
 pub(crate) enum Resource {
     Core,
     Search,
+    /// GitHub's GraphQL API: points, not requests, from a budget of its own.
+    Graphql,
 }
+
+/// Points an hour on the GraphQL API (GitHub's figure for a user or an installation).
+pub(crate) const GRAPHQL_POINTS: u64 = 5_000;
 
 impl Resource {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Core => "core",
             Self::Search => "search",
+            Self::Graphql => "graphql",
         }
     }
 }
@@ -69,6 +75,7 @@ impl Window {
 pub(crate) struct Budget {
     pub core: Window,
     pub search: Window,
+    pub graphql: Window,
     /// When each recent content-creating request arrived (kept for one hour).
     pub content: VecDeque<DateTime<Utc>>,
 }
@@ -78,6 +85,7 @@ impl Budget {
         Self {
             core: Window::new(core_limit, options.primary_window, now),
             search: Window::new(options.search_limit, options.search_window, now),
+            graphql: Window::new(GRAPHQL_POINTS, options.primary_window, now),
             content: VecDeque::new(),
         }
     }
@@ -86,6 +94,7 @@ impl Budget {
         let window = match resource {
             Resource::Core => &mut self.core,
             Resource::Search => &mut self.search,
+            Resource::Graphql => &mut self.graphql,
         };
         window.roll(now);
         window

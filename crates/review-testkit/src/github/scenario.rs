@@ -1327,6 +1327,7 @@ impl PullRequestBuilder {
                     reviews: Vec::new(),
                     review_comments: Vec::new(),
                     issue_comments: Vec::new(),
+                    resolved_threads: std::collections::BTreeSet::new(),
                     head_repository: self.fork,
                 },
             );
@@ -1357,6 +1358,11 @@ impl PullRequestHandle {
     /// Its repository.
     pub fn repo(&self) -> &RepoHandle {
         &self.repo
+    }
+
+    /// The review threads resolved, by the id of their first comment.
+    pub fn resolved_threads(&self) -> Result<Vec<u64>, SimError> {
+        self.read(|pull| pull.resolved_threads.iter().copied().collect())
     }
 
     fn read<T>(&self, read: impl FnOnce(&PullRequest) -> T) -> Result<T, SimError> {

@@ -34,7 +34,7 @@ use super::log::RequestRecord;
 use super::rate::{Budget, Resource};
 use super::routes::{self, Auth, Operation};
 use super::state::SimState;
-use super::{SimError, git_http};
+use super::{SimError, git_http, graphql};
 use crate::openapi::{OpenApi, Strictness};
 
 /// State shared by the server and the test-facing handles.
@@ -186,7 +186,11 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request<Body>) -> Re
     let query = parts.uri.query().unwrap_or_default().to_owned();
     // Each request runs to completion in its own task, even when the client hangs up (a client
     // that timed out does not undo a write GitHub already started).
-    let work = if git_http::is_git_path(&path) {
+    let work = if path == "/graphql" {
+        tokio::task::spawn_blocking(move || {
+            graphql::serve(&shared, &parts.method, &parts.headers, &body)
+        })
+    } else if git_http::is_git_path(&path) {
         tokio::spawn(git_http::serve(
             shared,
             parts.method,
@@ -235,11 +239,11 @@ impl Refusal {
 }
 
 /// A finished answer plus what the log needs.
-struct Outcome {
-    status: StatusCode,
-    headers: Vec<(String, String)>,
-    body: Bytes,
-    cost: u64,
+pub(crate) struct Outcome {
+    pub status: StatusCode,
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+    pub cost: u64,
 }
 
 #[allow(clippy::too_many_lines)] // One linear pipeline reads better than scattered pieces.
@@ -678,7 +682,7 @@ fn reply_outcome(reply: Reply, request_headers: &HeaderMap, method: &Method) -> 
 }
 
 /// Spends the budget, adds the rate-limit headers, logs the request, builds the response.
-fn finish(
+pub(crate) fn finish(
     shared: &Shared,
     mut record: RequestRecord,
     outcome: Outcome,

@@ -6,6 +6,7 @@ mod ci;
 mod conformance;
 mod files;
 mod git;
+mod graphql;
 mod labels;
 mod limits;
 mod reviews;
