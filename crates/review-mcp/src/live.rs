@@ -185,92 +185,9 @@ impl LiveSource {
     ) -> Result<PostedReply, LiveError> {
         let number = self.pull_request.number;
         let repository = self.repository.to_string();
-        let thread = self.reply_thread_id(snapshot, comment_id, target);
-        let footer = Footer {
-            review: None,
-            thread: Some(thread),
-        }
-        .render();
-        let message = footer::defuse(message.trim());
-        let (found, url, own_comment) = match target {
-            ReplyTarget::ReviewComment => {
-                let existing = match &self.poster_login {
-                    Some(poster) => self
-                        .github
-                        .list_review_comments(&self.repository, number)
-                        .await?
-                        .into_iter()
-                        .find(|comment| {
-                            comment.in_reply_to == Some(comment_id)
-                                && self.is_own(
-                                    poster,
-                                    comment.author_login.as_deref(),
-                                    &comment.body,
-                                    thread,
-                                )
-                        })
-                        .map(|comment| comment.html_url),
-                    None => None,
-                };
-                match existing {
-                    Some(url) => (true, url, None),
-                    None => {
-                        let body = with_footer(&message, &footer);
-                        let url = self
-                            .github
-                            .reply_to_review_comment(
-                                &self.repository,
-                                number,
-                                comment_id,
-                                &body,
-                                Some(thread),
-                            )
-                            .await?
-                            .item
-                            .html_url;
-                        (false, url, None)
-                    }
-                }
-            }
-            ReplyTarget::IssueComment => {
-                let existing = match &self.poster_login {
-                    Some(poster) => self
-                        .github
-                        .list_issue_comments(&self.repository, number)
-                        .await?
-                        .into_iter()
-                        .find(|comment| {
-                            self.is_own(
-                                poster,
-                                comment.author_login.as_deref(),
-                                &comment.body,
-                                thread,
-                            )
-                        }),
-                    None => None,
-                };
-                match existing {
-                    Some(comment) => (true, comment.html_url, Some(comment.id)),
-                    None => {
-                        let content = match snapshot.find_comment(comment_id) {
-                            Some(CommentLookup::Issue(original)) => quote_reply(
-                                &original.user,
-                                &footer::defuse(&original.body),
-                                &message,
-                            ),
-                            _ => message.clone().into_owned(),
-                        };
-                        let body = with_footer(&content, &footer);
-                        let posted = self
-                            .github
-                            .create_issue_comment(&self.repository, number, &body, Some(thread))
-                            .await?
-                            .item;
-                        (false, posted.html_url, Some(posted.id))
-                    }
-                }
-            }
-        };
+        let (found, url, own_comment) = self
+            .post_once(snapshot, comment_id, target, message)
+            .await?;
         // On GitHub now: whatever the store does, this is a posted reply.
         let mut recorded = self
             .store
@@ -296,12 +213,99 @@ impl LiveSource {
         })
     }
 
-    /// Whether a comment is this session's reply with `thread`: written by
-    /// the token's user, with `thread` in its own footer (a quoted copy does
-    /// not count).
-    fn is_own(&self, poster: &str, author: Option<&str>, body: &str, thread: ThreadId) -> bool {
-        author.is_some_and(|author| author.eq_ignore_ascii_case(poster))
-            && footer::own_footer(body).thread == Some(thread)
+    /// Posts the reply unless this token's user already did (found by its
+    /// `thread::` id): whether it was there, its page, and — for a reply to
+    /// an issue comment — the new conversation comment's id.
+    async fn post_once(
+        &self,
+        snapshot: &PullRequestSnapshot,
+        comment_id: u64,
+        target: ReplyTarget,
+        message: &str,
+    ) -> Result<(bool, String, Option<u64>), LiveError> {
+        let number = self.pull_request.number;
+        let thread = self.reply_thread_id(snapshot, comment_id, target);
+        let footer = Footer {
+            review: None,
+            thread: Some(thread),
+        }
+        .render();
+        let message = footer::defuse(message.trim());
+        Ok(match target {
+            ReplyTarget::ReviewComment => {
+                let existing = match &self.poster_login {
+                    Some(poster) => self
+                        .github
+                        .list_review_comments(&self.repository, number)
+                        .await?
+                        .into_iter()
+                        .find(|comment| {
+                            comment.in_reply_to == Some(comment_id)
+                                && is_own(
+                                    poster,
+                                    comment.author_login.as_deref(),
+                                    &comment.body,
+                                    thread,
+                                )
+                        })
+                        .map(|comment| comment.html_url),
+                    None => None,
+                };
+                if let Some(url) = existing {
+                    (true, url, None)
+                } else {
+                    let body = with_footer(&message, &footer);
+                    let url = self
+                        .github
+                        .reply_to_review_comment(
+                            &self.repository,
+                            number,
+                            comment_id,
+                            &body,
+                            Some(thread),
+                        )
+                        .await?
+                        .item
+                        .html_url;
+                    (false, url, None)
+                }
+            }
+            ReplyTarget::IssueComment => {
+                let existing = match &self.poster_login {
+                    Some(poster) => self
+                        .github
+                        .list_issue_comments(&self.repository, number)
+                        .await?
+                        .into_iter()
+                        .find(|comment| {
+                            is_own(
+                                poster,
+                                comment.author_login.as_deref(),
+                                &comment.body,
+                                thread,
+                            )
+                        }),
+                    None => None,
+                };
+                if let Some(comment) = existing {
+                    (true, comment.html_url, Some(comment.id))
+                } else {
+                    let content = match snapshot.find_comment(comment_id) {
+                        Some(CommentLookup::Issue(original)) => {
+                            quote_reply(&original.user, &footer::defuse(&original.body), &message)
+                        }
+                        _ => message.clone().into_owned(),
+                    };
+                    let body = with_footer(&content, &footer);
+                    let posted = self
+                        .github
+                        .create_issue_comment(&self.repository, number, &body, Some(thread))
+                        .await?
+                        .item;
+                    (false, posted.html_url, Some(posted.id))
+                }
+            }
+        })
     }
 
     /// The `thread::` id of a reply to `comment_id`: the pull request, the
@@ -342,6 +346,14 @@ impl LiveSource {
             .as_bytes(),
         ))
     }
+}
+
+/// Whether a comment is this session's reply with `thread`: written by the
+/// token's user, with `thread` in its own footer (a quoted copy does not
+/// count).
+fn is_own(poster: &str, author: Option<&str>, body: &str, thread: ThreadId) -> bool {
+    author.is_some_and(|author| author.eq_ignore_ascii_case(poster))
+        && footer::own_footer(body).thread == Some(thread)
 }
 
 /// The body of a reply to an issue comment: the original quoted (shortened),

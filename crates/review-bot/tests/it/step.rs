@@ -1439,7 +1439,7 @@ async fn a_step_killed_right_after_its_push_is_finished_from_the_store_with_a_fr
     world.sim.inject(
         review_testkit::github::FaultRule::operation(
             "pulls/create-reply-for-review-comment",
-            review_testkit::github::Fault::Hang(std::time::Duration::from_secs(3600)),
+            review_testkit::github::Fault::Hang(std::time::Duration::from_hours(1)),
         )
         .times(1),
     );

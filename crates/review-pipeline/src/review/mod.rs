@@ -478,7 +478,8 @@ impl Job<'_> {
         // Held until the job ends: pruning leaves the run directory alone.
         let _run_lock = self.open_run_directory(run_id).await?;
 
-        let plan = match self.obtain_plan(run_id).await? {
+        // Boxed: the plan's future (passes, store) is the largest part of the review's.
+        let plan = match Box::pin(self.obtain_plan(run_id)).await? {
             Ok(plan) => plan,
             Err(report) => return Ok(report),
         };
@@ -492,7 +493,7 @@ impl Job<'_> {
                 summary: self.summary.clone(),
             });
         }
-        if let Err(error) = plan.save_in_store(&self.reviewer.store).await {
+        if let Err(error) = Box::pin(plan.save_in_store(&self.reviewer.store)).await {
             return Err(self.fail(error.into(), run_id).await);
         }
         if let Err(error) = plan.save(&self.run_directory) {
@@ -506,7 +507,7 @@ impl Job<'_> {
             match self.decided_meanwhile(&plan).await {
                 Ok(None) => {}
                 Ok(Some(reason)) => {
-                    plan.remove_from_store(&self.reviewer.store).await;
+                    Box::pin(plan.remove_from_store(&self.reviewer.store)).await;
                     if let Some(run_id) = run_id
                         && let Err(error) =
                             self.reviewer.store.finish_run(run_id, "withdrawn").await
@@ -521,7 +522,7 @@ impl Job<'_> {
         }
         self.posting = true;
         match post::execute(self, &plan).await {
-            Ok(()) => plan.remove_from_store(&self.reviewer.store).await,
+            Ok(()) => Box::pin(plan.remove_from_store(&self.reviewer.store)).await,
             Err(error) => return Err(self.fail(error, run_id).await),
         }
         if let Some(run_id) = run_id
@@ -576,12 +577,13 @@ impl Job<'_> {
         let saved = if self.request.dry_run {
             None
         } else {
-            let stored = ReviewPlan::load_from_store(
+            // Boxed: the store's future would grow every caller's.
+            let stored = Box::pin(ReviewPlan::load_from_store(
                 &self.reviewer.store,
                 &self.request.repository.to_string(),
                 self.request.number,
                 self.review_id.0,
-            )
+            ))
             .await;
             match stored {
                 Ok(Some(plan)) => Some(plan),
@@ -1401,7 +1403,8 @@ impl Job<'_> {
         if !self.request.dry_run {
             let step = self.progress.step("report the failure");
             let posted = if for_the_author {
-                post::report_failure(self, &error).await
+                // Boxed: it would grow the review's future past its bound.
+                Box::pin(post::report_failure(self, &error)).await
             } else {
                 Err(ReviewError::Prepare(
                     "not reported on the pull request: the bot's machine cannot build it, the \

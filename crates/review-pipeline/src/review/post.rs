@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use review_core::agent_requests::ReplyTarget;
-use review_core::footer::{self, Footer, ReviewId, ThreadId};
+use review_core::footer::{self, ThreadId};
 use review_core::labels;
 use review_github::GitHubError;
 use review_store::CommentId;

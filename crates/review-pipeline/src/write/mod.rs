@@ -379,39 +379,8 @@ impl Job<'_> {
     }
 
     async fn run(&mut self) -> Result<WriteReport, WriteFailure> {
-        // A step killed after its push left a plan under the new head, in
-        // the store (so a fresh work directory or another replica finds it).
-        let repository_name = self.request.repository.to_string();
-        let head_sha = &self.request.pull_request.head_sha;
-        let plan = match PushedPlan::load(
-            &self.reviewer.store,
-            &repository_name,
-            self.number(),
-            head_sha,
-        )
-        .await
-        {
-            Ok(plan) => plan,
-            Err(error) => return Err(self.fail(error.into(), None).await),
-        };
-        if plan.is_none() {
-            PushedPlan::remove_stale(
-                &self.reviewer.store,
-                &repository_name,
-                self.number(),
-                head_sha,
-            )
-            .await;
-        }
-        if let Some(plan) = plan {
-            self.progress
-                .note("this head is the bot's own push of a killed step; finishing it");
-            self.summary.resumed = true;
-            self.summary.pushed_sha = Some(plan.pushed_sha.clone());
-            return match self.finish_pushed(&plan, true).await {
-                Ok(()) => Ok(self.summary.clone()),
-                Err(error) => Err(self.fail(error, None).await),
-            };
+        if let Some(resumed) = self.resume_pushed().await {
+            return resumed;
         }
 
         let step = self.progress.step("cycles");
@@ -507,6 +476,48 @@ impl Job<'_> {
             }
             Err(error) => Err(self.fail(error, Some(run_id)).await),
         }
+    }
+
+    /// A step killed after its push left a plan under the new head, in the
+    /// store (so a fresh work directory or another replica finds it): it is
+    /// finished, and nothing else runs. `None` when there is none (the pull
+    /// request's plans for other commits, pushes that never happened, are
+    /// dropped).
+    async fn resume_pushed(&mut self) -> Option<Result<WriteReport, WriteFailure>> {
+        let request = self.request;
+        let repository_name = request.repository.to_string();
+        let head_sha = &request.pull_request.head_sha;
+        let plan = match PushedPlan::load(
+            &self.reviewer.store,
+            &repository_name,
+            self.number(),
+            head_sha,
+        )
+        .await
+        {
+            Ok(plan) => plan,
+            Err(error) => return Some(Err(self.fail(error.into(), None).await)),
+        };
+        if plan.is_none() {
+            PushedPlan::remove_stale(
+                &self.reviewer.store,
+                &repository_name,
+                self.number(),
+                head_sha,
+            )
+            .await;
+        }
+        if let Some(plan) = plan {
+            self.progress
+                .note("this head is the bot's own push of a killed step; finishing it");
+            self.summary.resumed = true;
+            self.summary.pushed_sha = Some(plan.pushed_sha.clone());
+            return Some(match self.finish_pushed(&plan, true).await {
+                Ok(()) => Ok(self.summary.clone()),
+                Err(error) => Err(self.fail(error, None).await),
+            });
+        }
+        None
     }
 
     async fn start_run(&self) -> Result<review_store::RunId, WriteError> {

@@ -106,7 +106,7 @@ impl PushedPlan {
         match store.remove_other_job_plans(&key).await {
             Ok(0) => {}
             Ok(removed) => {
-                tracing::info!(removed, "removed push plans of pushes that never happened")
+                tracing::info!(removed, "removed push plans of pushes that never happened");
             }
             Err(error) => tracing::warn!(%error, "could not remove stale push plans"),
         }
