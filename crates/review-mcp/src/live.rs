@@ -161,7 +161,9 @@ impl LiveSource {
             review_comments: &review_comments,
             issue_comments: &issue_comments,
             replied: &replied,
-            bot_login: self.bot_login.as_deref(),
+            // Without the setting, the token's own user (GET /user) is who
+            // posts the replies: its comments are the bot's.
+            bot_login: self.bot_login.as_deref().or(self.poster_login.as_deref()),
         }))
     }
 

@@ -589,12 +589,29 @@ impl Daemon {
     /// SIGTERM (the daemon drains), then waits for its end: its exit status and log.
     async fn terminate(mut self) -> (ExitStatus, String) {
         let status = Command::new("kill")
-            .args(["-TERM", &self.group.to_string()])
+            .args(["-TERM", &self.daemon_pid().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
         let status = self.wait_for_exit().await;
         (status, self.log())
+    }
+}
+
+impl Daemon {
+    /// The daemon's own process: the leader, or — when the leader is the
+    /// `unshare` that put it in a PID namespace (which does not pass signals
+    /// on) — the leader's child.
+    fn daemon_pid(&self) -> u32 {
+        let leader = self.group;
+        let comm = std::fs::read_to_string(format!("/proc/{leader}/comm")).unwrap_or_default();
+        if comm.trim() != "unshare" {
+            return leader;
+        }
+        std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children"))
+            .ok()
+            .and_then(|children| children.split_whitespace().next()?.parse().ok())
+            .unwrap_or(leader)
     }
 }
 

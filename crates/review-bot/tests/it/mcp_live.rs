@@ -150,7 +150,11 @@ fn live_mode_reads_github_posts_replies_and_remembers_them_in_the_store() {
     let (is_error, text) = session.call("github_get_pr_comments", &json!({}));
     assert!(!is_error, "{text}");
     let view: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(view["total_comments"], 2, "{view}");
+    // Carol's thread, Dave's comment and the bot's own answer to it (its
+    // `thread::` id recognised: the token's user is the bot); nothing is
+    // filtered as replied, as the store recorded nothing.
+    assert_eq!(view["total_comments"], 3, "{view}");
+    assert_eq!(view["replied_comments_filtered"], 0, "{view}");
     assert_eq!(view["comments"][0]["id"], thread);
     assert_eq!(view["comments"][0]["replies"][0]["id"], reply);
     assert!(
@@ -322,7 +326,11 @@ fn a_store_failure_after_a_post_is_a_warning_and_a_retry_posts_nothing() {
     let mut session = Session::start(&arguments, &environment);
     let (_, text) = session.call("github_get_pr_comments", &json!({}));
     let view: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(view["total_comments"], 2, "{view}");
+    // Carol's thread, Dave's comment and the bot's own answer to it (its
+    // `thread::` id recognised: the token's user is the bot); nothing is
+    // filtered as replied, as the store recorded nothing.
+    assert_eq!(view["total_comments"], 3, "{view}");
+    assert_eq!(view["replied_comments_filtered"], 0, "{view}");
     let (is_error, text) = session.call(
         "github_post_pr_reply",
         &json!({"comment_id": thread, "message": "Reverted to 1, as asked."}),
@@ -349,11 +357,18 @@ fn a_store_failure_after_a_post_is_a_warning_and_a_retry_posts_nothing() {
     );
     let (_, text) = session.call("github_get_pr_comments", &json!({}));
     let view: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(view["total_comments"], 1, "{view}");
+    // Dave's comment and the bot's own answer; Carol's answered thread is
+    // filtered as replied now that the store recorded it.
+    assert_eq!(view["total_comments"], 2, "{view}");
+    assert_eq!(view["replied_comments_filtered"], 1, "{view}");
     assert_eq!((replies_to(thread), developer_comments()), (1, 1));
 
-    // A reviewer's follow-up is a new conversation state: it gets its own answer.
+    drop(session);
+
+    // A reviewer's follow-up is a new conversation state: the next session
+    // (one reply per comment within a session) gets to answer it.
     pull.reply("carol", thread, "Why not 3?").unwrap();
+    let mut session = Session::start(&arguments, &environment);
     let (is_error, text) = session.call(
         "github_post_pr_reply",
         &json!({"comment_id": thread, "message": "1 is what the callers expect."}),

@@ -632,6 +632,13 @@ async fn dry_run_prints_the_review_and_posts_nothing() {
                     .operation_id
                     .as_deref()
                     .is_some_and(|id| !id.starts_with("git/"))
+                // A GraphQL query is a read sent with POST; a mutation writes.
+                && !(request.operation_id.as_deref() == Some("graphql")
+                    && request.body.as_ref().is_some_and(|body| {
+                        body["query"]
+                            .as_str()
+                            .is_some_and(|query| !query.trim_start().starts_with("mutation"))
+                    }))
         })
         .collect();
     assert!(writes.is_empty(), "a dry run wrote to GitHub: {writes:?}");
