@@ -128,3 +128,89 @@ async fn a_confined_runs_detached_bash_command_is_gone_when_the_run_is_stopped()
     // session of its own included.
     assert_eq!(live_processes_with_argument(&detached), Vec::<u32>::new());
 }
+
+/// Issue 26 item 1: a run directory a killed run left behind is treated as
+/// written by an attacker. The agent's `Bash` plants links to the
+/// operator's file beside its home (where the bot writes `prompt.txt`,
+/// `claude-stderr.log` and `mcp-config.json`); then, as if the run had been
+/// killed and its directory were resumed, every file the bot writes there —
+/// and its `home` and `tmp` — is a link to the operator's file or directory.
+/// The resumed run writes through none of them, and the operator's file is
+/// unchanged.
+#[tokio::test]
+async fn a_resumed_run_directory_with_planted_links_is_never_written_through() {
+    use std::os::unix::fs::symlink;
+
+    let outside = tempfile::tempdir().unwrap();
+    let config = outside.path().join("review-bot.toml");
+    let operator = "[sandbox]\nmode = \"bwrap\"\n";
+    std::fs::write(&config, operator).unwrap();
+    let plant = format!(
+        "for name in prompt.txt claude-stderr.log mcp-config.json; do \
+         ln -sf {config} \"$HOME/../$name\" 2>/dev/null && echo \"planted $name\"; done; \
+         echo tried",
+        config = config.display()
+    );
+    let Some(mut harness) = Harness::start(Script::new([
+        Turn::tool(
+            "Bash",
+            json!({"command": plant, "description": "Plant links beside the home"}),
+        ),
+        Turn::text("Done."),
+        Turn::text("Done again."),
+    ]))
+    .await
+    else {
+        return;
+    };
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/fixtures");
+    harness.settings = harness.settings.clone().with_confinement(
+        Confinement::new()
+            .with_readable(review_testkit::tools::tools_dir().join("claude-code"))
+            .with_readable(fixtures),
+    );
+    let run = harness.run("Try it.").with_mcp(tiny_mcp_server(&[]));
+
+    let first = harness.claude().run(&run).await.unwrap();
+    assert!(first.is_success(), "{first:?}");
+    let results = harness.server.requests()[1].last_tool_results();
+    // The run directory is the agent's to write (its home and tmp live
+    // there), so the links may well be planted: what matters is that the
+    // bot never writes through them.
+    assert!(results[0].text.contains("tried"), "{results:?}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), operator);
+
+    // What a killed run's directory may hold, as an attacker would leave it.
+    let mut planted = vec![
+        run.run_directory.join("prompt.txt"),
+        run.run_directory.join("claude-stderr.log"),
+        run.run_directory.join("mcp-config.json"),
+        run.transcript_path.clone(),
+    ];
+    planted.dedup();
+    for path in &planted {
+        let _ = std::fs::remove_file(path);
+        symlink(&config, path).unwrap();
+    }
+    for directory in ["home", "tmp"] {
+        let path = run.run_directory.join(directory);
+        let _ = std::fs::remove_dir_all(&path);
+        symlink(outside.path(), &path).unwrap();
+    }
+
+    let second = harness.claude().run(&run).await.unwrap();
+    assert!(second.is_success(), "{second:?}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), operator);
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        1,
+        "nothing was written into the operator's directory"
+    );
+    for path in planted.iter().chain([
+        &run.run_directory.join("home"),
+        &run.run_directory.join("tmp"),
+    ]) {
+        let kind = std::fs::symlink_metadata(path).unwrap().file_type();
+        assert!(!kind.is_symlink(), "{} is still a link", path.display());
+    }
+}
