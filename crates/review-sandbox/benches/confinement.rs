@@ -1,7 +1,9 @@
 //! What confinement costs: 20 starts of a build command (`sh -c true` in a
 //! git worktree) and of the agent CLI (`claude --version`), each held in a PID
-//! namespace only and confined, through the crate's own API (the confined
-//! runs include computing the mounts: canonical paths, credential masks).
+//! namespace only, confined without resource bounds (as before issue 26),
+//! and confined with the default bounds (`prlimit` in front of bubblewrap, a
+//! sized `/tmp`), through the crate's own API (the confined runs include
+//! computing the mounts: canonical paths, credential masks).
 //!
 //! `cargo bench -p review-sandbox --bench confinement`
 
@@ -9,9 +11,39 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use review_sandbox::{Confinement, Contained, Containment, toolchain_directories};
+use review_sandbox::{Confinement, Contained, Containment, Limits, toolchain_directories};
 
 const RUNS: usize = 20;
+
+/// How a command is started.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// In a PID namespace only.
+    Namespace,
+    /// Confined, without resource bounds.
+    Unbounded,
+    /// Confined, with the default bounds.
+    Bounded,
+}
+
+impl Mode {
+    const ALL: [Self; 3] = [Self::Namespace, Self::Unbounded, Self::Bounded];
+
+    const fn name(self) -> &'static str {
+        match self {
+            Self::Namespace => "PID namespace only",
+            Self::Unbounded => "confined, no bounds",
+            Self::Bounded => "confined, bounded",
+        }
+    }
+
+    fn limits(self) -> Limits {
+        match self {
+            Self::Bounded => Limits::DEFAULT,
+            Self::Namespace | Self::Unbounded => Limits::NONE,
+        }
+    }
+}
 
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
@@ -32,13 +64,12 @@ fn main() {
         .with_writable(&run);
 
     let containment = Containment::default();
-    let sh = |confined: bool| {
-        let mut command = if confined {
-            containment
-                .confined_command("sh", &confinement)
-                .expect("confined")
-        } else {
-            containment.command("sh")
+    let sh = |mode: Mode| {
+        let mut command = match mode {
+            Mode::Namespace => containment.command("sh"),
+            Mode::Unbounded | Mode::Bounded => containment
+                .confined_command("sh", &confinement.clone().with_limits(mode.limits()))
+                .expect("confined"),
         };
         command.arg("-c").arg("true");
         command
@@ -59,13 +90,15 @@ fn main() {
         .clone()
         .with_readable(review_testkit::tools::tools_dir().join("claude-code"))
         .with_readable(&claude);
-    let cli = |confined: bool| {
-        let mut command = if confined {
-            containment
-                .confined_command(&claude, &agent_confinement)
-                .expect("confined")
-        } else {
-            containment.command(&claude)
+    let cli = |mode: Mode| {
+        let mut command = match mode {
+            Mode::Namespace => containment.command(&claude),
+            Mode::Unbounded | Mode::Bounded => containment
+                .confined_command(
+                    &claude,
+                    &agent_confinement.clone().with_limits(mode.limits()),
+                )
+                .expect("confined"),
         };
         command.arg("--version").env("HOME", &run);
         command
@@ -84,13 +117,13 @@ fn report(
     runtime: &tokio::runtime::Runtime,
     containment: &Containment,
     directory: &Path,
-    make: impl Fn(bool) -> tokio::process::Command,
+    make: impl Fn(Mode) -> tokio::process::Command,
 ) {
-    for confined in [false, true] {
+    for mode in Mode::ALL {
         let mut times: Vec<Duration> = (0..RUNS)
             .map(|_| {
                 let started = Instant::now();
-                let mut command = make(confined);
+                let mut command = make(mode);
                 command
                     .current_dir(directory)
                     .stdin(Stdio::null())
@@ -101,7 +134,7 @@ fn report(
                         Contained::spawn(containment, "bench", &mut command).expect("started");
                     run.leader_exited().await;
                     let status = run.finish().await.expect("finished");
-                    assert!(status.success(), "{what} (confined: {confined}) failed");
+                    assert!(status.success(), "{what} ({}) failed", mode.name());
                 });
                 started.elapsed()
             })
@@ -110,11 +143,7 @@ fn report(
         let mean = times.iter().sum::<Duration>() / u32::try_from(RUNS).expect("small");
         println!(
             "{what:32} {:>18}: median {:>7.1} ms, mean {:>7.1} ms, min {:>7.1} ms, max {:>7.1} ms ({RUNS} runs)",
-            if confined {
-                "confined"
-            } else {
-                "PID namespace only"
-            },
+            mode.name(),
             ms(times[RUNS / 2]),
             ms(mean),
             ms(times[0]),
