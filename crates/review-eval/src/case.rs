@@ -95,7 +95,7 @@ pub struct Case {
 #[derive(Debug, thiserror::Error)]
 pub enum CaseError {
     /// A file or directory could not be read.
-    #[error("could not read `{}`: {source}", path.display())]
+    #[error("could not read `{}` (give a case file, .json, or a directory of them)", path.display())]
     Read {
         /// The path.
         path: PathBuf,
@@ -111,7 +111,7 @@ pub enum CaseError {
         problem: String,
     },
     /// A file is not valid case JSON.
-    #[error("`{}` is not a case file: {source} (a case is a JSON object with repository, base, head and golden; see the README's `review-bot eval` section)", path.display())]
+    #[error("`{}` is not a case file (a case is a JSON object with repository, base, head and golden; see the README's `review-bot eval` section)", path.display())]
     Parse {
         /// The file.
         path: PathBuf,
@@ -359,6 +359,17 @@ mod tests {
         assert_eq!(cases[2].golden[0].last_line(), 3);
     }
 
+    /// The error and its sources, as the binary prints them (`{:#}`).
+    fn chain(error: &dyn std::error::Error) -> String {
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            message.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        message
+    }
+
     #[test]
     fn mistakes_are_named() {
         let directory = tempfile::tempdir().unwrap();
@@ -367,7 +378,10 @@ mod tests {
             "typo.json",
             r#"{"repository": "r", "base": "a", "head": "b", "goldens": []}"#,
         );
-        let message = load(&typo).unwrap_err().to_string();
+        let message = load(&typo)
+            .map(|_| ())
+            .map_err(|error| chain(&error))
+            .unwrap_err();
         assert!(message.contains("unknown field `goldens`"), "{message}");
 
         let backwards = write(
@@ -376,7 +390,10 @@ mod tests {
             r#"{"repository": "r", "base": "a", "head": "b",
                 "golden": [{"file": "x", "line": 9, "end_line": 2}]}"#,
         );
-        let message = load(&backwards).unwrap_err().to_string();
+        let message = load(&backwards)
+            .map(|_| ())
+            .map_err(|error| chain(&error))
+            .unwrap_err();
         assert!(
             message.contains("ends (end_line 2) before it starts"),
             "{message}"
@@ -387,7 +404,10 @@ mod tests {
             "option.json",
             r#"{"repository": "r", "base": "--upload-pack=x", "head": "b"}"#,
         );
-        let message = load(&option).unwrap_err().to_string();
+        let message = load(&option)
+            .map(|_| ())
+            .map_err(|error| chain(&error))
+            .unwrap_err();
         assert!(message.contains("is not a revision"), "{message}");
 
         let twice = tempfile::tempdir().unwrap();
@@ -401,14 +421,20 @@ mod tests {
             "2.json",
             r#"{"name": "same", "repository": "r", "base": "a", "head": "b"}"#,
         );
-        let message = load(twice.path()).unwrap_err().to_string();
+        let message = load(twice.path())
+            .map(|_| ())
+            .map_err(|error| chain(&error))
+            .unwrap_err();
         assert!(
             message.contains("two cases are named \"same\""),
             "{message}"
         );
 
         let empty = tempfile::tempdir().unwrap();
-        let message = load(empty.path()).unwrap_err().to_string();
+        let message = load(empty.path())
+            .map(|_| ())
+            .map_err(|error| chain(&error))
+            .unwrap_err();
         assert!(message.contains("holds no case"), "{message}");
     }
 
@@ -421,10 +447,16 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        let message = load(&fifo).unwrap_err().to_string();
+        let message = load(&fifo)
+            .map(|_| ())
+            .map_err(|error| chain(&error))
+            .unwrap_err();
         assert!(message.contains("is not a regular file"), "{message}");
         // In a directory, too.
-        let message = load(directory.path()).unwrap_err().to_string();
+        let message = load(directory.path())
+            .map(|_| ())
+            .map_err(|error| chain(&error))
+            .unwrap_err();
         assert!(message.contains("is not a regular file"), "{message}");
     }
 }

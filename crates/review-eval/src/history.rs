@@ -129,7 +129,7 @@ pub enum HistoryError {
     #[error(transparent)]
     Git(#[from] GitError),
     /// A file could not be written.
-    #[error("could not write `{}`: {source}", path.display())]
+    #[error("could not write `{}`", path.display())]
     Write {
         /// The path.
         path: PathBuf,

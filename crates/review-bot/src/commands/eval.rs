@@ -117,6 +117,11 @@ pub fn run(args: &EvalArgs, config_file: Option<&Path>) -> anyhow::Result<ExitCo
              (REVIEW_BOT_<TABLE>_<KEY>=VALUE) and compare the totals"
         );
     }
+    // A case set that cannot be read is said before anything else is
+    // checked (the model credential, the work directory).
+    if let Some(path) = &args.cases {
+        review_eval::case::load(path)?;
+    }
     let loaded = config::load(config_file)?;
     let mut reviewer = super::review_local::local_reviewer(&loaded.config)?;
     // Every case would replace the panel's review: each goes to its job's review.md.
