@@ -361,13 +361,13 @@ mod tests {
 
     /// The error and its sources, as the binary prints them (`{:#}`).
     fn chain(error: &dyn std::error::Error) -> String {
-        let mut message = error.to_string();
+        let mut parts = vec![error.to_string()];
         let mut source = error.source();
         while let Some(cause) = source {
-            message.push_str(&format!(": {cause}"));
+            parts.push(cause.to_string());
             source = cause.source();
         }
-        message
+        parts.join(": ")
     }
 
     #[test]
