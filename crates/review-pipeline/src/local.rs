@@ -750,6 +750,7 @@ impl LocalReviewer {
             number: snapshot.pull_request.number,
             title: &snapshot.pull_request.title,
             build_note: None,
+            re_review: None,
         };
         let options = PassOptions {
             panel_socket,
@@ -805,6 +806,7 @@ impl LocalReviewer {
             },
             threads: &[],
             resolved_earlier: &BTreeSet::new(),
+            scope: None,
         });
         let mut findings = composed.findings;
         let duplicates = composed.duplicates;

@@ -1274,3 +1274,341 @@ async fn a_fixed_finding_gets_its_thread_resolved_and_the_others_stay_open() {
     assert!(log.contains("resolve fixed threads"), "{log}");
     let _ = four;
 }
+
+/// Issue 28, item 2: real commits of BurntSushi/walkdir (the replayed
+/// history of `examples/eval/walkdir.bundle`): the base is "internals:
+/// re-arrange implementation", the pull request's first head "bug: fix use
+/// of `skip_current_dir`" (`src/lib.rs` and a regression test), its second
+/// head "bug: fastidiously increment `oldest_opened`" (`src/lib.rs` only).
+struct Walkdir {
+    clone: TempDir,
+}
+
+impl Walkdir {
+    /// The base, the first head and the second head, as revisions of the clone.
+    const BASE: &'static str = "master~3";
+    const FIRST: &'static str = "master~2";
+    const SECOND: &'static str = "master~1";
+
+    fn open() -> Self {
+        let clone = tempfile::tempdir().unwrap();
+        let bundle =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval/walkdir.bundle");
+        crate::git(
+            clone.path(),
+            &["clone", "--quiet", bundle.to_str().unwrap(), "walkdir"],
+        );
+        Self { clone }
+    }
+
+    /// A file at a revision.
+    fn file(&self, revision: &str, path: &str) -> String {
+        crate::git(
+            &self.clone.path().join("walkdir"),
+            &["show", &format!("{revision}:{path}")],
+        )
+    }
+}
+
+/// Both passes of one review: the architecture pass says nothing, the
+/// detailed pass leaves `findings` (path, line, title, message).
+fn review_turns(findings: &[(&str, u32, &str, &str)]) -> Vec<Turn> {
+    let mut turns = vec![Turn::text("Architecture pass done.")];
+    if !findings.is_empty() {
+        turns.push(Turn::tools(findings.iter().map(|(path, line, title, message)| {
+            tool(
+                "leave_inline_comment",
+                json!({"path": path, "line": line, "title": title, "message": message, "severity": "logic", "confidence": 80}),
+            )
+        })));
+    }
+    turns.push(Turn::text("Detailed pass done."));
+    turns
+}
+
+/// The finding of the first review, raised again by the later ones.
+const POP_FINDING: (&str, u32, &str, &str) = (
+    "src/lib.rs",
+    727,
+    "pop() closes the handle twice",
+    "`self.pop()` also decrements `oldest_opened`; check it cannot underflow here.",
+);
+
+/// The finding of the second head's change (line 887: `oldest_opened` is
+/// now increased after the push).
+const OLDEST_FINDING: (&str, u32, &str, &str) = (
+    "src/lib.rs",
+    887,
+    "Overflow check is unreachable",
+    "`checked_add(1).unwrap()` cannot fail here: `oldest_opened < stack_list.len()`.",
+);
+
+impl World {
+    /// A world on walkdir's real history: `burntsushi/walkdir` at the base,
+    /// and a pull request at the first head, labelled `bot-review-needed`.
+    async fn walkdir(script: Script, walkdir: &Walkdir) -> Option<Self> {
+        review_testkit::tools::claude_for_test()?;
+        let sim = GithubSim::start().expect("the simulator starts");
+        let bot = sim.user(BOT);
+        let mut repo = sim.repo("burntsushi/walkdir");
+        for path in ["README.md", "src/lib.rs", "src/tests/recursive.rs"] {
+            repo = repo.file(path, &walkdir.file(Walkdir::BASE, path));
+        }
+        let repo = repo.create().expect("the repository is created");
+        repo.add_collaborator(BOT, "write").unwrap();
+        let pull = repo
+            .pull_request("fix-skip-current-dir")
+            .modify("src/lib.rs", &walkdir.file(Walkdir::FIRST, "src/lib.rs"))
+            .modify(
+                "src/tests/recursive.rs",
+                &walkdir.file(Walkdir::FIRST, "src/tests/recursive.rs"),
+            )
+            .title("bug: fix use of skip_current_dir")
+            .label("bot-review-needed")
+            .open()
+            .expect("the pull request opens");
+        let model = ModelServer::start(script)
+            .await
+            .expect("the model server starts");
+        Some(Self {
+            sim,
+            model,
+            bot,
+            pull,
+            dir: tempfile::tempdir().unwrap(),
+        })
+    }
+
+    /// `review-bot review burntsushi/walkdir#N`, after putting
+    /// `bot-review-needed` back as the loop does after a push.
+    async fn review_again(&self) -> Output {
+        for label in self.labels() {
+            self.pull.remove_label(&label).unwrap();
+        }
+        self.pull.add_label("bot-review-needed").unwrap();
+        let target = format!("burntsushi/walkdir#{}", self.pull.number());
+        let mut command = self.command(&[target.as_str()]);
+        tokio::task::spawn_blocking(move || command.output().expect("review-bot runs"))
+            .await
+            .unwrap()
+    }
+
+    /// The user messages of the agent runs since request `from` (one per
+    /// pass: the first request of each run).
+    fn pass_messages(&self, from: usize) -> Vec<String> {
+        self.model.requests()[from..]
+            .iter()
+            .filter_map(|request| {
+                let content = &request.messages().first()?["content"];
+                let texts: Vec<String> = match content {
+                    Value::String(text) => vec![text.clone()],
+                    Value::Array(blocks) => blocks
+                        .iter()
+                        .filter_map(|block| block["text"].as_str().map(str::to_owned))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                texts
+                    .into_iter()
+                    .find(|text| text.contains("Review pull request #"))
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    }
+
+    /// The body of the bot's latest review.
+    fn last_review_body(&self) -> String {
+        self.pull
+            .reviews()
+            .unwrap()
+            .into_iter()
+            .rev()
+            .find(|review| review.user == BOT && review.body.contains("review::"))
+            .map(|review| review.body)
+            .unwrap_or_default()
+    }
+}
+
+/// What one review cost, for the report: agent turns and cost (the CLI's
+/// summary line), the model's input as model-sim counts tokens (request
+/// bytes / 4), and the REST requests the simulator served.
+fn measure(world: &World, output: &Output, model_from: usize) -> String {
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        stderr(output)
+    );
+    let agent = printed
+        .lines()
+        .flat_map(|line| line.split(" · "))
+        .find(|part| part.starts_with("agent $"))
+        .unwrap_or("agent ?")
+        .to_owned();
+    let input_tokens: usize = world.model.requests()[model_from..]
+        .iter()
+        .map(|request| request.body.to_string().len() / 4)
+        .sum();
+    let requests = world.sim.requests();
+    let api: Vec<_> = requests
+        .iter()
+        .filter(|record| record.actor.as_deref() == Some(BOT))
+        .filter(|record| {
+            record
+                .operation_id
+                .as_deref()
+                .is_some_and(|operation| !operation.starts_with("git/"))
+        })
+        .collect();
+    let graphql = api
+        .iter()
+        .filter(|record| record.path.ends_with("/graphql"))
+        .count();
+    let rate_limit: u64 = api.iter().map(|record| record.cost).sum();
+    let compare = world.sim.requests_for("repos/compare-commits").len();
+    format!(
+        "{agent}; model input ≈ {input_tokens} tokens; {} API requests by the bot ({graphql} GraphQL, {compare} compare), {rate_limit} rate-limit units",
+        api.len()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pull request through three heads: full, incremental, force-pushed"
+)]
+async fn incremental_re_review_covers_the_changes_since_the_last_reviewed_head_and_a_force_push_gets_a_full_one()
+ {
+    let walkdir = Walkdir::open();
+    let mut turns = review_turns(&[POP_FINDING]);
+    // The second and third reviews are scripted alike, so their figures
+    // compare an incremental and a full review of the same pull request.
+    turns.extend(review_turns(&[POP_FINDING, OLDEST_FINDING]));
+    turns.extend(review_turns(&[POP_FINDING, OLDEST_FINDING]));
+    let Some(world) = World::walkdir(Script::new(turns), &walkdir).await else {
+        return;
+    };
+
+    // The first review: a full one (nothing reviewed before).
+    world.sim.clear_requests();
+    let output = world.review_again().await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let first_head = world.pull.head_sha().unwrap();
+    let body = world.last_review_body();
+    assert!(!body.contains("Changes since"), "{body}");
+    assert!(!body.contains("Full review:"), "{body}");
+    assert!(
+        world
+            .pass_messages(0)
+            .iter()
+            .all(|message| !message.contains("This is a re-review")),
+        "{:?}",
+        world.pass_messages(0)
+    );
+    let first_measure = measure(&world, &output, 0);
+
+    // The second head: walkdir's next commit, on top of the first.
+    world
+        .pull
+        .new_commit()
+        .unwrap()
+        .modify("src/lib.rs", &walkdir.file(Walkdir::SECOND, "src/lib.rs"))
+        .message("bug: fastidiously increment oldest_opened")
+        .commit()
+        .unwrap();
+    let second_head = world.pull.head_sha().unwrap();
+    let model_from = world.model.requests().len();
+    world.sim.clear_requests();
+    let output = world.review_again().await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let incremental_measure = measure(&world, &output, model_from);
+    let body = world.last_review_body();
+    let short_first = &first_head[..12];
+    assert!(
+        body.contains(&format!(
+            "**Changes since `{short_first}`** (1 commit, 1 file of this pull request)"
+        )),
+        "{body}"
+    );
+    let messages = world.pass_messages(model_from);
+    assert_eq!(messages.len(), 2, "one message per pass: {messages:?}");
+    for message in &messages {
+        assert!(
+            message.contains(&format!(
+                "the bot last reviewed this pull request at {short_first} and the head is now {}, 1 commit later",
+                &second_head[..12]
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("git diff {short_first}..HEAD")),
+            "{message}"
+        );
+        assert!(
+            message.contains("They change 1 file of the pull request:\n- \"src/lib.rs\"\n"),
+            "the regression test did not change since: {message}"
+        );
+        assert!(
+            message.contains("- \"src/lib.rs\" line 727: \"pop() closes the handle twice\""),
+            "the earlier finding: {message}"
+        );
+        assert!(
+            message.contains("git diff 'refs/heads/main...HEAD'"),
+            "{message}"
+        );
+    }
+    // The earlier finding raised again on its unchanged line is not posted
+    // twice; the new one on the changed line is.
+    let comments = world.pull.review_comments().unwrap();
+    let lines: Vec<Option<u64>> = comments.iter().map(|comment| comment.line).collect();
+    assert_eq!(lines, [Some(727), Some(887)], "{comments:?}");
+    assert!(body.contains("raised in an earlier review"), "{body}");
+    assert_eq!(
+        world.sim.requests_for("repos/compare-commits").len(),
+        0,
+        "the range comes from the checkout"
+    );
+
+    // A force-push: the same tree squashed onto the base. The second head is
+    // no longer in the branch's history: a full review, said so.
+    let base = world.pull.base_sha().unwrap();
+    world
+        .pull
+        .new_commit()
+        .unwrap()
+        .force_from(&base)
+        .modify("src/lib.rs", &walkdir.file(Walkdir::SECOND, "src/lib.rs"))
+        .modify(
+            "src/tests/recursive.rs",
+            &walkdir.file(Walkdir::SECOND, "src/tests/recursive.rs"),
+        )
+        .message("Fix skip_current_dir and oldest_opened (squashed)")
+        .commit()
+        .unwrap();
+    let model_from = world.model.requests().len();
+    world.sim.clear_requests();
+    let output = world.review_again().await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let full_measure = measure(&world, &output, model_from);
+    let body = world.last_review_body();
+    assert!(
+        body.contains(&format!(
+            "**Full review:** `{}` is no longer in this branch's history (force-pushed or rebased)",
+            &second_head[..12]
+        )),
+        "{body}"
+    );
+    assert!(!body.contains("Changes since"), "{body}");
+    let messages = world.pass_messages(model_from);
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages
+            .iter()
+            .all(|message| !message.contains("This is a re-review")),
+        "{messages:?}"
+    );
+    // Figures for the report (`--no-capture` shows them).
+    eprintln!("first review (full):          {first_measure}");
+    eprintln!("second head (incremental):    {incremental_measure}");
+    eprintln!("after a force-push (full):    {full_measure}");
+}

@@ -67,6 +67,10 @@ pub struct PassSetup<'a> {
     /// command that fails on the base branch too), appended to the user
     /// message.
     pub build_note: Option<&'a str>,
+    /// An incremental re-review's paragraph (the range, the files it
+    /// changed, the earlier findings; [`review_agent::prompts::re_review_message`]),
+    /// appended to the user message.
+    pub re_review: Option<&'a str>,
 }
 
 /// A pass that ran to its end.
@@ -217,6 +221,10 @@ pub async fn run_pass_with(
     };
     let message = match setup.build_note {
         Some(note) => format!("{message}\n\n{note}"),
+        None => message,
+    };
+    let message = match setup.re_review {
+        Some(note) => format!("{message}\n{note}"),
         None => message,
     };
     let run = ClaudeCodeRun::new(message, setup.worktree, &agent_directory)

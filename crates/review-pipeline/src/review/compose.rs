@@ -147,7 +147,7 @@ pub fn resolved_before(body: &str) -> Vec<u64> {
 }
 
 /// The finding's title in a bot comment: the first `**…**` of its first lines.
-fn title_of(body: &str) -> Option<String> {
+pub(crate) fn title_of(body: &str) -> Option<String> {
     let start = body.find("**")? + 2;
     let end = start + body[start..].find("**")?;
     Some(body[start..end].trim().to_owned()).filter(|title| !title.is_empty())
@@ -277,6 +277,10 @@ pub struct ComposeInput<'a> {
     pub threads: &'a [review_github::GraphQlThread],
     /// Threads the bot resolved in earlier reviews (first comment ids).
     pub resolved_earlier: &'a BTreeSet<u64>,
+    /// The paragraph that opens the overview: what this review covered
+    /// ("Changes since …" of an incremental re-review, or why it is a full
+    /// one; issue 28, item 2).
+    pub scope: Option<String>,
 }
 
 /// The threads the agent was asked to answer: every review thread and every
@@ -614,6 +618,9 @@ fn overview(
     resolved: Option<String>,
 ) -> String {
     let mut text = String::new();
+    if let Some(scope) = &input.scope {
+        let _ = write!(text, "{}\n\n", scope.trim());
+    }
     if outcome == ReviewOutcome::Approved {
         text.push_str("**LGTM** — no unresolved findings. Handing over to a human reviewer.\n\n");
     }

@@ -30,6 +30,7 @@
 
 pub mod agent_pass;
 pub mod compose;
+pub mod incremental;
 pub mod plan;
 pub mod post;
 pub mod verify;
@@ -302,6 +303,13 @@ struct Job<'a> {
     /// A person put `bot-review-needed` back on a head the bot had reviewed:
     /// the body says this review was asked for again.
     asked_again: bool,
+    /// The pull request's reviews on GitHub, read once with the snapshot
+    /// (`None` without a bot login or when GitHub refused): the earlier
+    /// reviewed head and the threads the bot resolved before come from them.
+    reviews: Option<Vec<review_github::Review>>,
+    /// What this review covers: the whole pull request, or the changes since
+    /// the bot's last reviewed head ([`incremental`]).
+    scope: incremental::Scope,
 }
 
 impl Reviewer {
@@ -400,6 +408,8 @@ impl Reviewer {
             posting: false,
             build_note: None,
             asked_again,
+            reviews: None,
+            scope: incremental::Scope::Full,
         };
         job.run().await
     }
@@ -597,7 +607,8 @@ impl Job<'_> {
                     .note("the review was already decided; posting what is left of it");
                 Ok(plan)
             }
-            None => match self.make_plan().await {
+            // Boxed: the snapshot, checkout, gate and passes make a large future.
+            None => match Box::pin(self.make_plan()).await {
                 Ok(plan) => Ok(plan),
                 Err(ReviewError::Checkout(CheckoutError::HeadMissing { sha, .. })) => {
                     // Pushed to while we looked: not a failure to report, the
@@ -628,7 +639,9 @@ impl Job<'_> {
         let number = self.request.number;
 
         let step = self.progress.step("snapshot");
-        let (snapshot, diff) = match self.snapshot().await {
+        let (snapshot, reviews) = tokio::join!(self.snapshot(), self.bot_reviews());
+        self.reviews = reviews;
+        let (snapshot, diff) = match snapshot {
             Ok(found) => found,
             Err(error) => {
                 step.failed(error.to_string());
@@ -707,6 +720,7 @@ impl Job<'_> {
             Err(plan) => return Ok(plan),
         };
         notes.extend(not_reviewed_notes(snapshot, diff));
+        self.scope = self.decide_scope(mirror, snapshot, diff).await;
         if self.asked_again {
             notes.push(format!(
                 "_This review was asked for again: `bot-review-needed` was put back on {}, which \
@@ -717,6 +731,71 @@ impl Job<'_> {
         let passes = self.passes(worktree, snapshot, snapshot_path, diff).await?;
         let noise = self.noise_control(mirror, snapshot).await?;
         self.compose(snapshot, diff, &passes, notes, noise).await
+    }
+
+    /// The pull request's reviews, when the bot's login is known, read best
+    /// effort: without them the review is a full one and resolves no thread.
+    async fn bot_reviews(&self) -> Option<Vec<review_github::Review>> {
+        self.reviewer.settings.bot_login.as_ref()?;
+        match self
+            .reviewer
+            .github
+            .list_reviews(&self.request.repository, self.request.number)
+            .await
+        {
+            Ok(reviews) => Some(reviews),
+            Err(error) => {
+                tracing::warn!(%error, "could not read the pull request's reviews; a full review, resolving no thread");
+                None
+            }
+        }
+    }
+
+    /// What this review covers ([`incremental`]): the changes since the bot's
+    /// latest review of another head when that head is in this one's
+    /// history, the whole pull request otherwise. A failure to tell gives a
+    /// full review (logged).
+    async fn decide_scope(
+        &self,
+        mirror: &Path,
+        snapshot: &PullRequestSnapshot,
+        diff: &DiffModel,
+    ) -> incremental::Scope {
+        let (Some(bot), Some(reviews)) = (
+            self.reviewer.settings.bot_login.as_deref(),
+            self.reviews.as_deref(),
+        ) else {
+            return incremental::Scope::Full;
+        };
+        let Some(earlier) = incremental::latest_bot_review(reviews, bot) else {
+            return incremental::Scope::Full;
+        };
+        let files = diff
+            .files()
+            .iter()
+            .map(|file| file.path.as_str())
+            .chain(snapshot.files.iter().map(|file| file.path.as_str()))
+            .collect();
+        let step = self.progress.step("changes since the last review");
+        match incremental::decide(
+            self.reviewer.checkouts.git(),
+            mirror,
+            &earlier.commit,
+            &self.pull_request.head_sha,
+            &files,
+        )
+        .await
+        {
+            Ok(scope) => {
+                step.done(scope.progress());
+                scope
+            }
+            Err(error) => {
+                step.failed(format!("{error}; reviewing the whole pull request"));
+                tracing::warn!(%error, earlier = %earlier.commit, "could not tell the changes since the last review; a full review");
+                incremental::Scope::Full
+            }
+        }
     }
 
     /// The noise control for this pull request: the operator's settings
@@ -1082,6 +1161,23 @@ impl Job<'_> {
         let detection = review_core::platform::detect(paths);
         let run_directory = self.run_directory.clone();
         let build_note = self.build_note.clone();
+        let re_review = match &self.scope {
+            incremental::Scope::Since(range) => {
+                let findings = incremental::earlier_findings(snapshot);
+                Some(review_agent::prompts::re_review_message(
+                    &review_agent::prompts::ReReview {
+                        earlier_sha: &range.earlier,
+                        head_sha: &range.head,
+                        base_ref: &self.pull_request.base_branch,
+                        commits: range.commits,
+                        files: &range.files,
+                        other_files: range.other_files,
+                        findings: &findings,
+                    },
+                ))
+            }
+            _ => None,
+        };
         let setup = PassSetup {
             claude: &reviewer.claude,
             prompts: &reviewer.prompts,
@@ -1096,6 +1192,7 @@ impl Job<'_> {
             number: self.request.number,
             title: &snapshot.pull_request.title,
             build_note: build_note.as_deref(),
+            re_review: re_review.as_deref(),
         };
         let mut passes = Vec::new();
         for pass in [Pass::Architecture, Pass::Detailed] {
@@ -1166,6 +1263,7 @@ impl Job<'_> {
             noise,
             threads: &threads,
             resolved_earlier: &resolved_earlier,
+            scope: self.scope.body_note(),
         });
         step.done(format!(
             "{} finding{} ({} inline), {} repeated, {} duplicate{}, {} repl{}",
@@ -1221,7 +1319,11 @@ impl Job<'_> {
                 return (Vec::new(), std::collections::BTreeSet::new());
             }
         };
-        let resolved_earlier = match reviewer.github.list_reviews(repository, number).await {
+        let listed = match &self.reviews {
+            Some(reviews) => Ok(reviews.clone()),
+            None => reviewer.github.list_reviews(repository, number).await,
+        };
+        let resolved_earlier = match listed {
             Ok(reviews) => reviews
                 .iter()
                 .filter(|review| {

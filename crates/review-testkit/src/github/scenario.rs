@@ -797,6 +797,7 @@ impl RepoHandle {
             repo: self.clone(),
             branch: branch.to_owned(),
             from: None,
+            force_from: None,
             changes: Vec::new(),
             message: None,
             author: None,
@@ -1012,6 +1013,8 @@ pub struct CommitBuilder {
     repo: RepoHandle,
     branch: String,
     from: Option<String>,
+    /// A force-push: the commit's parent, whatever the branch holds now.
+    force_from: Option<String>,
     changes: Vec<TreeChange>,
     message: Option<String>,
     author: Option<String>,
@@ -1022,6 +1025,14 @@ impl CommitBuilder {
     /// Where a new branch starts (a branch name or SHA; default: the default branch).
     pub fn from(mut self, revision: &str) -> Self {
         self.from = Some(revision.to_owned());
+        self
+    }
+
+    /// Makes the commit on `revision` (a branch name or SHA) even when the
+    /// branch exists, and moves the branch to it whether or not its old tip
+    /// is an ancestor: a force-push, as after a rebase or a squash.
+    pub fn force_from(mut self, revision: &str) -> Self {
+        self.force_from = Some(revision.to_owned());
         self
     }
 
@@ -1106,7 +1117,12 @@ impl CommitBuilder {
     pub fn commit(self) -> Result<String, SimError> {
         let git = self.repo.git();
         let current = git.branch_sha(&self.branch)?;
+        let forced = match &self.force_from {
+            Some(revision) => Some(self.repo.resolve(revision)?),
+            None => None,
+        };
         let parent = match (&current, &self.from) {
+            _ if forced.is_some() => forced,
             (Some(current), _) => Some(current.clone()),
             (None, Some(from)) => Some(self.repo.resolve(from)?),
             (None, None) => {

@@ -145,6 +145,47 @@ fn refs_pull_head_follows_the_pull_request_as_on_github() {
     assert_eq!(listed(work.path()), Some(pushed));
 }
 
+#[test]
+fn a_force_push_rewrites_the_head_branch_and_the_pull_request_follows() {
+    let fixture = super::fixture();
+    let url = fixture.repo.clone_url();
+    let before = fixture.pull.head_sha().unwrap();
+    let base = fixture.pull.base_sha().unwrap();
+    let rewritten = fixture
+        .pull
+        .new_commit()
+        .unwrap()
+        .force_from(&base)
+        .add("src/squashed.rs", "pub fn squashed() {}\n")
+        .message("Squashed")
+        .commit()
+        .unwrap();
+    assert_eq!(fixture.pull.head_sha().unwrap(), rewritten);
+    let work = tempfile::tempdir().unwrap();
+    git(
+        work.path(),
+        &["clone", "--quiet", "--bare", &url, "mirror.git"],
+    );
+    let mirror = work.path().join("mirror.git");
+    assert_eq!(git(&mirror, &["rev-parse", &format!("{rewritten}^")]), base);
+    let ancestor = Command::new("git")
+        .current_dir(&mirror)
+        .args(["merge-base", "--is-ancestor", &before, &rewritten])
+        .output()
+        .unwrap();
+    assert_ne!(
+        ancestor.status.code(),
+        Some(0),
+        "the old head is not in the new history"
+    );
+    assert_eq!(
+        git(work.path(), &["ls-remote", &url, "refs/pull/1/head"])
+            .split_whitespace()
+            .next(),
+        Some(rewritten.as_str())
+    );
+}
+
 fn base64_of(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text)
