@@ -1286,9 +1286,9 @@ struct Walkdir {
 
 impl Walkdir {
     /// The base, the first head and the second head, as revisions of the clone.
-    const BASE: &'static str = "master~3";
-    const FIRST: &'static str = "master~2";
-    const SECOND: &'static str = "master~1";
+    const BASE: &'static str = "origin/master~3";
+    const FIRST: &'static str = "origin/master~2";
+    const SECOND: &'static str = "origin/master~1";
 
     fn open() -> Self {
         let clone = tempfile::tempdir().unwrap();
