@@ -173,11 +173,14 @@ async fn an_attempt_without_an_answer_is_a_network_outcome() {
         &fixture.sim,
         Credentials::PersonalAccessToken(SecretString::from(fixture.bot.token.clone())),
     );
-    settings.request_timeout = Duration::from_millis(200);
+    // The first attempt never gets an answer; the retry must have time to get
+    // one even on a loaded machine (200 ms was too tight: the retry timed out
+    // too and two network outcomes were counted).
+    settings.request_timeout = Duration::from_secs(3);
     let client = GitHubClient::new(settings).unwrap();
     fixture.sim.inject(FaultRule::operation(
         "issues/list-labels-on-issue",
-        Fault::Hang(Duration::from_secs(1)),
+        Fault::Hang(Duration::from_hours(1)),
     ));
 
     let labels = client.list_labels(&fixture.repository, 1).await.unwrap();
