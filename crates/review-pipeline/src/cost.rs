@@ -727,7 +727,7 @@ mod tests {
             cost_line(0.0042, 1, Duration::from_millis(900), 0.0),
             "Agent: $0.0042, 1 turn, 0s this cycle · $0.0042 on this pull request so far"
         );
-        assert_eq!(short_duration(Duration::from_secs(3_900)), "1h 5m");
+        assert_eq!(short_duration(Duration::from_mins(65)), "1h 5m");
         assert_eq!(
             with_cost_line("Findings.\n\n<sub>review::1 · thread::2</sub>", "Agent: $1"),
             "Findings.\n\nAgent: $1\n\n<sub>review::1 · thread::2</sub>"
@@ -743,7 +743,7 @@ mod tests {
         let spent = CostTotal {
             cost_usd: 1.25,
             turns: 30,
-            duration: Duration::from_secs(60),
+            duration: Duration::from_mins(1),
             passes: 3,
         };
         let text = hand_over_comment(Job::Write, &spent, 1.0, "agent.max_cost_per_pr_usd");

@@ -39,6 +39,10 @@ pub struct RunArgs {
 }
 
 /// Runs `run`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the daemon's wiring, one part after the other; splitting it hides the order"
+)]
 pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
     let loaded = config::load(config_file)?;
     let targets = check_start(&loaded.config, |name| std::env::var(name).ok())?;

@@ -233,6 +233,7 @@ async fn a_review_body_ends_with_the_cycles_cost_and_the_pull_requests_total() {
 
     // The cycle's figures are the CLI's, from the model's usage; the total is
     // the store's: the earlier fix plus this review.
+    eprintln!("the review body's cost line: {line}");
     let cycle = dollars_after(line, "Agent: ");
     let total = dollars_after(line, "this cycle · ");
     assert!(cycle > 0.0, "{line}");

@@ -1445,38 +1445,7 @@ async fn past_the_day_cap_jobs_wait_visibly_and_run_when_the_day_turns_without_a
     };
     let repo = world.repository("acme/widgets");
     // Today the agent already cost $3 on another pull request.
-    {
-        let store = review_store::Store::open(&world.sqlite_url())
-            .await
-            .unwrap();
-        let run = store
-            .start_run(&review_store::NewRun {
-                key: "earlier-today",
-                review_id: None,
-                repository: "acme/widgets",
-                pull_request: 900,
-                head_sha: "0123456789abcdef0123456789abcdef01234567",
-                kind: review_store::JobKind::Write,
-            })
-            .await
-            .unwrap();
-        store
-            .record_agent_pass(
-                run,
-                &review_store::AgentPass {
-                    name: "code-fix".to_owned(),
-                    transcript_path: None,
-                    session_id: None,
-                    turns: Some(20),
-                    cost_usd: Some(3.0),
-                    duration: Some(Duration::from_secs(120)),
-                },
-            )
-            .await
-            .unwrap();
-        store.finish_run(run, "pushed").await.unwrap();
-        store.close().await;
-    }
+    spent_today(&world.sqlite_url(), 900, 3.0).await;
     let pull = Pull::open(&repo, 0, FIXED, "bot-review-needed");
     let mut command = world.command("work", &world.sqlite_url(), "acme/widgets");
     command.env("REVIEW_BOT_AGENT_MAX_COST_PER_DAY_USD", "2.5");
@@ -1510,7 +1479,7 @@ async fn past_the_day_cap_jobs_wait_visibly_and_run_when_the_day_turns_without_a
         comments[0].body
     );
     assert!(pull.has_label("bot-review-needed"));
-    assert!(world.sessions().get(&pull.key()).is_none());
+    assert!(!world.sessions().contains_key(&pull.key()));
     assert!(
         daemon.log().contains("waits for the next day"),
         "{}",
@@ -1570,4 +1539,37 @@ async fn past_the_day_cap_jobs_wait_visibly_and_run_when_the_day_turns_without_a
         ),
         [Pass::Architecture, Pass::Detailed]
     );
+}
+
+/// Records in the store at `database_url` a finished fix run of
+/// `acme/widgets#number` whose one agent pass cost `usd`, now.
+async fn spent_today(database_url: &str, number: u64, usd: f64) {
+    let store = review_store::Store::open(database_url).await.unwrap();
+    let run = store
+        .start_run(&review_store::NewRun {
+            key: &format!("earlier-today-{number}"),
+            review_id: None,
+            repository: "acme/widgets",
+            pull_request: number,
+            head_sha: "0123456789abcdef0123456789abcdef01234567",
+            kind: review_store::JobKind::Write,
+        })
+        .await
+        .unwrap();
+    store
+        .record_agent_pass(
+            run,
+            &review_store::AgentPass {
+                name: "code-fix".to_owned(),
+                transcript_path: None,
+                session_id: None,
+                turns: Some(20),
+                cost_usd: Some(usd),
+                duration: Some(Duration::from_mins(2)),
+            },
+        )
+        .await
+        .unwrap();
+    store.finish_run(run, "pushed").await.unwrap();
+    store.close().await;
 }
