@@ -290,10 +290,12 @@ pub fn dollars(usd: f64) -> String {
     }
 }
 
-/// `3m 10s`, `42s`, `1h 5m`.
+/// `3m 10s`, `42s`, `1.2s`, `1h 5m`.
 pub fn short_duration(duration: Duration) -> String {
     let seconds = duration.as_secs();
-    if seconds >= 3_600 {
+    if seconds < 10 {
+        format!("{:.1}s", duration.as_secs_f64())
+    } else if seconds >= 3_600 {
         format!("{}h {}m", seconds / 3_600, seconds % 3_600 / 60)
     } else if seconds >= 60 {
         format!("{}m {}s", seconds / 60, seconds % 60)
@@ -725,7 +727,7 @@ mod tests {
         // Less than a cent still shows; the total is never below the cycle.
         assert_eq!(
             cost_line(0.0042, 1, Duration::from_millis(900), 0.0),
-            "Agent: $0.0042, 1 turn, 0s this cycle · $0.0042 on this pull request so far"
+            "Agent: $0.0042, 1 turn, 0.9s this cycle · $0.0042 on this pull request so far"
         );
         assert_eq!(short_duration(Duration::from_mins(65)), "1h 5m");
         assert_eq!(
