@@ -111,6 +111,14 @@ pub const KEYS: &[Key] = &[
     key("agent.max_budget_usd", "a number of US dollars such as 5.0"),
     key("agent.max_retries", "a whole number"),
     key("agent.max_attempts", "a whole number of at least 1"),
+    key(
+        "agent.max_cost_per_pr_usd",
+        "a number of US dollars such as 20.0 (0: no cap)",
+    ),
+    key(
+        "agent.max_cost_per_day_usd",
+        "a number of US dollars such as 200.0 (0: no cap)",
+    ),
     key("agent.timeout_secs", "a whole number of seconds"),
     text("agent.config_dir", "a directory path"),
     text("agent.home_dir", "a directory path"),
@@ -346,6 +354,13 @@ pub struct AgentConfig {
     /// The daemon: failed reviews or fixes of one head before the pull
     /// request is handed to a human.
     pub max_attempts: u32,
+    /// What the agent may cost on one pull request, all its runs together
+    /// (US dollars; 0: no cap): a review or fix that would start past it is
+    /// not started, and the pull request goes to a human.
+    pub max_cost_per_pr_usd: f64,
+    /// What the agent may cost in one day (UTC), every repository together
+    /// (US dollars; 0: no cap): past it, reviews and fixes wait for the next day.
+    pub max_cost_per_day_usd: f64,
     /// Wall clock per pass.
     pub timeout_secs: u64,
     /// `CLAUDE_CONFIG_DIR` (a logged-in Claude Code's); `None`: fresh per run.
@@ -397,6 +412,8 @@ impl Default for AgentConfig {
             max_budget_usd: settings.max_budget_usd,
             max_retries: settings.max_retries,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
+            max_cost_per_pr_usd: 0.0,
+            max_cost_per_day_usd: 0.0,
             timeout_secs: settings.timeout.as_secs(),
             config_dir: settings.config_directory,
             home_dir: settings.home_directory,
@@ -709,7 +726,7 @@ fn paths_or_commas<'de, D: serde::Deserializer<'de>>(
 }
 
 /// `[repositories."OWNER/REPO"]`: what the operator sets for one repository.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RepositoryConfig {
     /// `[repositories."OWNER/REPO".build]`: the build and test commands,
@@ -721,6 +738,25 @@ pub struct RepositoryConfig {
     /// the base branch's `.review-bot.toml` `[review]` and `[review]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<review_core::findings::noise::NoiseOverrides>,
+    /// `[repositories."OWNER/REPO".agent]`: this repository's cost caps,
+    /// each instead of `[agent]`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<RepositoryAgentConfig>,
+}
+
+/// `[repositories."OWNER/REPO".agent]`: one repository's cost caps (US
+/// dollars; 0: no cap). `max_cost_per_pr_usd` replaces `[agent]`'s for its
+/// pull requests; `max_cost_per_day_usd` caps the repository's own day, on
+/// top of `[agent]`'s cap on every repository's day together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RepositoryAgentConfig {
+    /// The repository's cap per pull request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_per_pr_usd: Option<f64>,
+    /// The repository's cap per day.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_per_day_usd: Option<f64>,
 }
 
 /// `[repositories."OWNER/REPO".build]`: the same keys as `.review-bot.toml`'s
@@ -853,6 +889,28 @@ impl Config {
         )
     }
 
+    /// The cost caps: `[agent]`'s for every repository, and
+    /// `[repositories."OWNER/REPO".agent]` per repository.
+    pub fn cost_caps(&self) -> review_pipeline::cost::CostCaps {
+        review_pipeline::cost::CostCaps::new(
+            review_pipeline::cost::Caps {
+                per_pull_request_usd: self.agent.max_cost_per_pr_usd,
+                per_day_usd: self.agent.max_cost_per_day_usd,
+            },
+            self.repositories.iter().filter_map(|(name, repository)| {
+                repository.agent.map(|agent| {
+                    (
+                        name.clone(),
+                        review_pipeline::cost::RepositoryCaps {
+                            per_pull_request_usd: agent.max_cost_per_pr_usd,
+                            per_day_usd: agent.max_cost_per_day_usd,
+                        },
+                    )
+                })
+            }),
+        )
+    }
+
     /// Where the repositories' build caches live (`work_dir/caches`), with
     /// `sandbox.dependency_caches` or `sandbox.shared_caches`.
     pub fn build_caches(&self) -> Option<PathBuf> {
@@ -971,6 +1029,42 @@ impl Config {
 
     /// [`SandboxConfig::check`] against the configured GitHub token and App
     /// key and the model key in `variable` (review-bot's environment).
+    /// Every cost cap is a number of dollars, 0 or more.
+    fn check_cost_caps(&self) -> anyhow::Result<()> {
+        let check = |key: String, value: f64| {
+            if value.is_finite() && value >= 0.0 {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!(
+                    "`{key}` is {value}: give a number of US dollars, 0 or more, such as 20.0 \
+                     (0 means no cap)"
+                ))
+            }
+        };
+        check(
+            "agent.max_cost_per_pr_usd".to_owned(),
+            self.agent.max_cost_per_pr_usd,
+        )?;
+        check(
+            "agent.max_cost_per_day_usd".to_owned(),
+            self.agent.max_cost_per_day_usd,
+        )?;
+        for (name, repository) in &self.repositories {
+            let Some(agent) = repository.agent else {
+                continue;
+            };
+            for (key, value) in [
+                ("max_cost_per_pr_usd", agent.max_cost_per_pr_usd),
+                ("max_cost_per_day_usd", agent.max_cost_per_day_usd),
+            ] {
+                if let Some(value) = value {
+                    check(format!("repositories.{name:?}.agent.{key}"), value)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn check_sandbox(&self, variable: impl Fn(&str) -> Option<String>) -> anyhow::Result<()> {
         let api_key = variable("ANTHROPIC_API_KEY");
         let mut secrets: Vec<&str> = [&self.github.token, &self.github.app_private_key]
@@ -1177,6 +1271,7 @@ pub fn load(explicit: Option<&Path>) -> anyhow::Result<Loaded> {
         .extract()
         .map_err(|error| anyhow::anyhow!(describe_environment_error(error)))?;
     config.check_sandbox(|name| std::env::var(name).ok())?;
+    config.check_cost_caps()?;
     config.source_file = file.as_ref().and_then(|file| file.canonicalize().ok());
     Ok(Loaded {
         config,
@@ -1773,6 +1868,43 @@ mod tests {
             review_pipeline::build_gate::BuildGateSettings::new(std::time::Duration::from_secs(1)),
         );
         assert_eq!(settings.caches, None);
+    }
+
+    #[test]
+    fn cost_caps_are_read_overall_and_per_repository_and_checked() {
+        let loaded = load_text(
+            "[agent]\nmax_cost_per_pr_usd = 20.0\nmax_cost_per_day_usd = 200\n\n\
+             [repositories.\"Octo/Widgets\".agent]\nmax_cost_per_pr_usd = 5.5\n\
+             max_cost_per_day_usd = 50.0\n",
+        )
+        .unwrap();
+        let caps = loaded.config.cost_caps();
+        let widgets = caps.for_repository("octo/widgets");
+        assert!((widgets.pull_request_usd - 5.5).abs() < f64::EPSILON);
+        assert!((widgets.repository_day_usd - 50.0).abs() < f64::EPSILON);
+        assert!((widgets.overall_day_usd - 200.0).abs() < f64::EPSILON);
+        let other = caps.for_repository("octo/gadgets");
+        assert!((other.pull_request_usd - 20.0).abs() < f64::EPSILON);
+        assert!(other.repository_day_usd.abs() < f64::EPSILON);
+
+        let error = load_text("[agent]\nmax_cost_per_day_usd = -1.0\n").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("`agent.max_cost_per_day_usd` is -1"),
+            "{error:#}"
+        );
+        let error = load_text("[repositories.\"octo/widgets\".agent]\nmax_cost_per_pr_usd = nan\n")
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("`repositories.\"octo/widgets\".agent.max_cost_per_pr_usd` is NaN"),
+            "{error:#}"
+        );
+        let error =
+            load_text("[repositories.\"octo/widgets\".agent]\nmax_budget_usd = 1.0\n").unwrap_err();
+        assert!(error.to_string().contains("max_budget_usd"), "{error:#}");
     }
 
     #[test]

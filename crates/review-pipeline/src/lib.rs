@@ -11,12 +11,15 @@
 //! [`daemon`] is `review-bot run`: the poller and the lease-holding scheduler.
 //! [`step`] is one step of the loop for one pull request (read, route, gate,
 //! run the job, record): what `review-bot step` and the daemon both run.
+//! [`cost`] shows the agent's cost in every review body and caps it per pull
+//! request and per day.
 
 pub mod base_build;
 pub mod build_gate;
 pub mod checkout;
 pub mod ci;
 pub mod command_sources;
+pub mod cost;
 pub mod daemon;
 pub mod decided;
 pub mod discovery;

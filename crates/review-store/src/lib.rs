@@ -21,10 +21,13 @@
 //!   ([`Store::base_build`], [`Store::record_base_build`]);
 //! - job plans, what a review or a pushed fix has left to write, so a job
 //!   killed part-way is finished anywhere without a second agent run, push or
-//!   reply ([`Store::save_job_plan`], [`Store::job_plan`], [`Store::remove_job_plan`]).
+//!   reply ([`Store::save_job_plan`], [`Store::job_plan`], [`Store::remove_job_plan`]);
+//! - agent cost sums, a pull request's and a day's, for the cost line and caps
+//!   ([`Store::pull_request_cost`], [`Store::day_cost`], [`Store::cost_notice_given`]).
 
 mod attempts;
 mod base_builds;
+mod costs;
 mod dialect;
 mod error;
 mod fingerprints;
@@ -45,6 +48,7 @@ use std::sync::{Arc, Mutex};
 
 pub use attempts::{JobAttempts, JobKey};
 pub use base_builds::{BaseBuild, BaseBuildKey};
+pub use costs::{CostTotal, DayCost};
 pub use error::StoreError;
 pub use fingerprints::{Fingerprint, InlineComment};
 pub use job_plans::JobPlanKey;

@@ -52,6 +52,11 @@ pub(crate) const SQLITE: &[EmbeddedMigration] = &[
         description: "job_plans",
         sql: include_str!("../migrations/sqlite/0005_job_plans.sql"),
     },
+    EmbeddedMigration {
+        version: 6,
+        description: "agent_cost",
+        sql: include_str!("../migrations/sqlite/0006_agent_cost.sql"),
+    },
 ];
 
 /// PostgreSQL's migrations, oldest first.
@@ -81,10 +86,15 @@ pub(crate) const POSTGRES: &[EmbeddedMigration] = &[
         description: "job_plans",
         sql: include_str!("../migrations/postgres/0005_job_plans.sql"),
     },
+    EmbeddedMigration {
+        version: 6,
+        description: "agent_cost",
+        sql: include_str!("../migrations/postgres/0006_agent_cost.sql"),
+    },
 ];
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The table sqlx's migrator records applied migrations in.
 pub(crate) const MIGRATIONS_TABLE: &str = "_sqlx_migrations";

@@ -107,6 +107,8 @@ pub struct AgentPass {
     pub turns: Option<u32>,
     /// What the pass cost in US dollars, if reported.
     pub cost_usd: Option<f64>,
+    /// How long it ran (the agent's own figure, else measured), if known.
+    pub duration: Option<std::time::Duration>,
 }
 
 /// A run as stored.
@@ -160,13 +162,30 @@ const LOCK_RUN: Sql = Sql {
     sqlite: "SELECT id FROM runs WHERE id = $1",
     postgres: "SELECT id FROM runs WHERE id = $1 FOR UPDATE",
 };
-const ADD_PASS: Sql = Sql::same(
-    "INSERT INTO agent_passes (run_id, ordinal, name, transcript_path, session_id, turns, cost_usd) \
-     SELECT $1, COALESCE(MAX(ordinal), 0) + 1, $2, $3, $4, $5, $6 \
-     FROM agent_passes WHERE run_id = $1 \
-     ON CONFLICT (run_id, name) DO UPDATE SET transcript_path = excluded.transcript_path, \
-     session_id = excluded.session_id, turns = excluded.turns, cost_usd = excluded.cost_usd",
-);
+// The pass's `recorded_at` is the database's clock, so a day's cost (UTC) is
+// the same whichever replica recorded it.
+const ADD_PASS: Sql = Sql {
+    sqlite: concat!(
+        "INSERT INTO agent_passes \
+         (run_id, ordinal, name, transcript_path, session_id, turns, cost_usd, duration_ms, \
+         recorded_at) \
+         SELECT $1, COALESCE(MAX(ordinal), 0) + 1, $2, $3, $4, $5, $6, $7, ",
+        sqlite_now!(),
+        " FROM agent_passes WHERE run_id = $1 \
+         ON CONFLICT (run_id, name) DO UPDATE SET transcript_path = excluded.transcript_path, \
+         session_id = excluded.session_id, turns = excluded.turns, cost_usd = excluded.cost_usd, \
+         duration_ms = excluded.duration_ms, recorded_at = excluded.recorded_at"
+    ),
+    postgres: "INSERT INTO agent_passes \
+               (run_id, ordinal, name, transcript_path, session_id, turns, cost_usd, duration_ms, \
+               recorded_at) \
+               SELECT $1, COALESCE(MAX(ordinal), 0) + 1, $2, $3, $4, $5, $6, $7, now() \
+               FROM agent_passes WHERE run_id = $1 \
+               ON CONFLICT (run_id, name) DO UPDATE SET transcript_path = excluded.transcript_path, \
+               session_id = excluded.session_id, turns = excluded.turns, \
+               cost_usd = excluded.cost_usd, duration_ms = excluded.duration_ms, \
+               recorded_at = excluded.recorded_at",
+};
 const FINISH: Sql = Sql {
     sqlite: concat!(
         "UPDATE runs SET outcome = $2, finished_at = ",
@@ -194,7 +213,7 @@ const RECENT_RUNS: Sql = Sql::same(concat!(
     "ORDER BY runs.started_at DESC, runs.id DESC LIMIT $1"
 ));
 const PASSES: Sql = Sql::same(
-    "SELECT name, transcript_path, session_id, turns, cost_usd FROM agent_passes \
+    "SELECT name, transcript_path, session_id, turns, cost_usd, duration_ms FROM agent_passes \
      WHERE run_id = $1 ORDER BY ordinal",
 );
 
@@ -278,6 +297,10 @@ impl Store {
                     .bind(pass.session_id.as_deref())
                     .bind(pass.turns.map(i64::from))
                     .bind(pass.cost_usd)
+                    .bind(
+                        pass.duration
+                            .map(|duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)),
+                    )
                     .execute(&mut *transaction)
                     .await
                     .map_err(self.query_error(operation))?;
@@ -397,6 +420,11 @@ impl Store {
                             .try_get::<Option<i64>, _>(3)?
                             .map(|turns| u32::try_from(turns).unwrap_or(u32::MAX)),
                         cost_usd: row.try_get(4)?,
+                        duration: row
+                            .try_get::<Option<i64>, _>(5)?
+                            .map(|millis| {
+                                std::time::Duration::from_millis(u64::try_from(millis).unwrap_or(0))
+                            }),
                     })
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()

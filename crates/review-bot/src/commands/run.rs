@@ -39,11 +39,16 @@ pub struct RunArgs {
 }
 
 /// Runs `run`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the daemon's wiring, one part after the other; splitting it hides the order"
+)]
 pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
     let loaded = config::load(config_file)?;
     let targets = check_start(&loaded.config, |name| std::env::var(name).ok())?;
     let parts = Parts::resolve(loaded)?;
     let step_settings = step_settings(&parts.config);
+    let cost_caps = parts.config.cost_caps();
     let daemon_config = &parts.config.daemon;
     let settings = DaemonSettings {
         targets: targets.clone(),
@@ -105,6 +110,7 @@ pub fn run(args: &RunArgs, config_file: Option<&std::path::Path>) -> anyhow::Res
                 // A poll may wait for the search budget: three intervals and a minute.
                 poll_deadline: settings.poll_interval * 3 + Duration::from_mins(1),
                 metrics: install_metrics()?,
+                cost_caps,
             };
             Some(serve(listen, operations).await?)
         };
@@ -154,6 +160,10 @@ struct Operations {
     health: Arc<Health>,
     poll_deadline: Duration,
     metrics: metrics_exporter_prometheus::PrometheusHandle,
+    /// The agent cost caps: `/healthz` and `/metrics` say when a day cap
+    /// holds jobs back (read from the store at each request, so the next
+    /// day shows without a restart).
+    cost_caps: review_pipeline::cost::CostCaps,
 }
 
 /// The global Prometheus recorder every `metrics::` call records into.
@@ -209,6 +219,18 @@ fn install_metrics() -> anyhow::Result<metrics_exporter_prometheus::PrometheusHa
     metrics::describe_gauge!(
         "review_bot_github_rate_limit_remaining",
         "GitHub's remaining rate limit, by credential and resource."
+    );
+    metrics::describe_gauge!(
+        "review_bot_agent_cost_today_usd",
+        "What the agent has cost today (UTC), every repository together (US dollars; all replicas)."
+    );
+    metrics::describe_gauge!(
+        "review_bot_cost_day_cap_reached",
+        "1 while a day cap on the agent's cost is reached and reviews and fixes wait for the next day (UTC), by scope (overall, or a repository)."
+    );
+    metrics::describe_counter!(
+        "review_bot_jobs_held_by_cost_cap_total",
+        "Reviews and fixes not started because of a cost cap, by cap (pull_request: handed to a human; day: waiting for the next day)."
     );
     metrics::describe_gauge!(
         "review_bot_last_successful_poll_timestamp_seconds",
@@ -270,12 +292,56 @@ async fn healthz(
             format!("poll: {problem}")
         }
     };
+    // A reached day cap is the operator's choice, not a fault: said, still 200.
+    let cost = match cost_today(&operations).await {
+        Ok((spent, reached)) if reached.is_empty() => {
+            format!(
+                "cost: {} today (UTC){}",
+                review_pipeline::cost::dollars(spent),
+                if operations.cost_caps.any_day_cap() {
+                    ", under the day caps"
+                } else {
+                    ""
+                }
+            )
+        }
+        Ok((spent, reached)) => format!(
+            "cost: {} today (UTC); day cap reached ({}): reviews and fixes wait for the next day, \
+             {}",
+            review_pipeline::cost::dollars(spent),
+            reached
+                .iter()
+                .map(|cap| format!(
+                    "{} of {} for {}",
+                    review_pipeline::cost::dollars(cap.spent_usd),
+                    review_pipeline::cost::dollars(cap.cap_usd),
+                    cap.scope()
+                ))
+                .collect::<Vec<_>>()
+                .join("; "),
+            review_pipeline::cost::next_day_start(review_pipeline::cost::today())
+                .format("%Y-%m-%d %H:%M UTC")
+        ),
+        Err(error) => format!("cost: could not be read: {error}"),
+    };
     let status = if healthy {
         axum::http::StatusCode::OK
     } else {
         axum::http::StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, format!("{store}\n{poll}\n"))
+    (status, format!("{store}\n{poll}\n{cost}\n"))
+}
+
+/// Today's (UTC) agent cost, every repository together, and the day caps it
+/// reached — from the store, so every replica's spend counts.
+async fn cost_today(
+    operations: &Operations,
+) -> Result<(f64, Vec<review_pipeline::cost::DayCapReached>), review_store::StoreError> {
+    let day = operations
+        .store
+        .day_cost(review_pipeline::cost::today())
+        .await?;
+    Ok((day.total_usd, operations.cost_caps.reached_day_caps(&day)))
 }
 
 async fn render_metrics(
@@ -285,6 +351,22 @@ async fn render_metrics(
         #[allow(clippy::cast_precision_loss, reason = "counts are far below 2^52")]
         Ok(count) => metrics::gauge!("review_bot_jobs_backing_off").set(count as f64),
         Err(error) => tracing::warn!(%error, "could not count the jobs backing off"),
+    }
+    match cost_today(&operations).await {
+        Ok((spent, reached)) => {
+            metrics::gauge!("review_bot_agent_cost_today_usd").set(spent);
+            let overall = reached.iter().any(|cap| cap.repository.is_none());
+            metrics::gauge!("review_bot_cost_day_cap_reached", "scope" => "overall")
+                .set(if overall { 1.0 } else { 0.0 });
+            for repository in operations.cost_caps.repositories_with_day_caps() {
+                let held = reached
+                    .iter()
+                    .any(|cap| cap.repository.as_deref() == Some(repository.as_str()));
+                metrics::gauge!("review_bot_cost_day_cap_reached", "scope" => repository)
+                    .set(if held { 1.0 } else { 0.0 });
+            }
+        }
+        Err(error) => tracing::warn!(%error, "could not read today's agent cost"),
     }
     operations.metrics.run_upkeep();
     (

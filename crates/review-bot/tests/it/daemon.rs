@@ -1428,3 +1428,148 @@ async fn replicas_in_separate_pid_namespaces_never_take_each_others_live_leases(
     assert_eq!(by_host + by_contained, 6, "{host_log}\n{contained_log}");
     database.drop_database().await;
 }
+
+// ---------------------------------------------------------------------------
+// The day's cost cap (issue 28, item 5).
+// ---------------------------------------------------------------------------
+
+/// Past `agent.max_cost_per_day_usd` the daemon starts no agent: the pull
+/// request's status comment says it waits (once), `/metrics` and `/healthz`
+/// say a day cap holds jobs back; once the spend is no longer the day's (as
+/// after midnight UTC: here the store's record of it is moved to yesterday)
+/// the same daemon, not restarted, reviews the pull request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_day_cap_jobs_wait_visibly_and_run_when_the_day_turns_without_a_restart() {
+    let Some(world) = World::start().await else {
+        return;
+    };
+    let repo = world.repository("acme/widgets");
+    // Today the agent already cost $3 on another pull request.
+    spent_today(&world.sqlite_url(), 900, 3.0).await;
+    let pull = Pull::open(&repo, 0, FIXED, "bot-review-needed");
+    let mut command = world.command("work", &world.sqlite_url(), "acme/widgets");
+    command.env("REVIEW_BOT_AGENT_MAX_COST_PER_DAY_USD", "2.5");
+    let mut daemon = Daemon::start("daemon", command);
+    daemon.wait_until_serving().await;
+
+    wait_for_metric(
+        &mut daemon,
+        "review_bot_cost_day_cap_reached{scope=\"overall\"}",
+        1.0,
+    )
+    .await;
+    wait_for_metric(
+        &mut daemon,
+        "review_bot_jobs_held_by_cost_cap_total{cap=\"day\"}",
+        2.0,
+    )
+    .await;
+    assert!(daemon.metric("review_bot_agent_cost_today_usd").await >= 3.0);
+    let body = wait_for_health(&mut daemon, "the day cap on /healthz", |status, body| {
+        healthy(status, body) && body.contains("day cap reached")
+    })
+    .await;
+    assert!(body.contains("$3.00 of $2.50"), "{body}");
+    // Held at two polls at least, said once, no agent, the label kept.
+    let comments = pull.handle.issue_comments().unwrap();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(
+        comments[0].body.contains("waits for tomorrow"),
+        "{}",
+        comments[0].body
+    );
+    assert!(pull.has_label("bot-review-needed"));
+    assert!(!world.sessions().contains_key(&pull.key()));
+    assert!(
+        daemon.log().contains("waits for the next day"),
+        "{}",
+        daemon.log()
+    );
+
+    // Midnight UTC: the spend is yesterday's.
+    {
+        let mut connection =
+            <sqlx::SqliteConnection as sqlx::Connection>::connect(&world.sqlite_url())
+                .await
+                .unwrap();
+        sqlx::raw_sql("UPDATE agent_passes SET recorded_at = recorded_at - 86400000000")
+            .execute(&mut connection)
+            .await
+            .unwrap();
+    }
+    let done = || pull.has_label("human-review-needed");
+    wait_until(
+        &mut [&mut daemon],
+        "the review after the day turned",
+        PATIENCE,
+        done,
+    )
+    .await;
+    wait_for_health(
+        &mut daemon,
+        "the day cap lifted on /healthz",
+        |status, body| healthy(status, body) && !body.contains("day cap reached"),
+    )
+    .await;
+    assert!(
+        daemon
+            .metric("review_bot_cost_day_cap_reached{scope=\"overall\"}")
+            .await
+            .abs()
+            < f64::EPSILON
+    );
+    let (status, log) = daemon.terminate().await;
+    assert!(status.success(), "{log}");
+    assert_eq!(pull.bot_reviews().len(), 1, "{log}");
+    assert!(
+        pull.bot_reviews()[0]
+            .body
+            .contains("on this pull request so far"),
+        "{}",
+        pull.bot_reviews()[0].body
+    );
+    assert_eq!(pull.handle.issue_comments().unwrap().len(), 1);
+    assert_eq!(
+        sorted(
+            world
+                .sessions()
+                .get(&pull.key())
+                .cloned()
+                .unwrap_or_default()
+        ),
+        [Pass::Architecture, Pass::Detailed]
+    );
+}
+
+/// Records in the store at `database_url` a finished fix run of
+/// `acme/widgets#number` whose one agent pass cost `usd`, now.
+async fn spent_today(database_url: &str, number: u64, usd: f64) {
+    let store = review_store::Store::open(database_url).await.unwrap();
+    let run = store
+        .start_run(&review_store::NewRun {
+            key: &format!("earlier-today-{number}"),
+            review_id: None,
+            repository: "acme/widgets",
+            pull_request: number,
+            head_sha: "0123456789abcdef0123456789abcdef01234567",
+            kind: review_store::JobKind::Write,
+        })
+        .await
+        .unwrap();
+    store
+        .record_agent_pass(
+            run,
+            &review_store::AgentPass {
+                name: "code-fix".to_owned(),
+                transcript_path: None,
+                session_id: None,
+                turns: Some(20),
+                cost_usd: Some(usd),
+                duration: Some(Duration::from_mins(2)),
+            },
+        )
+        .await
+        .unwrap();
+    store.finish_run(run, "pushed").await.unwrap();
+    store.close().await;
+}

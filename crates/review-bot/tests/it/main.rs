@@ -1,6 +1,7 @@
 //! review-bot's integration tests: the real binary against real files and real git.
 
 mod build_sources;
+mod cost;
 mod daemon;
 mod discover;
 mod doctor;

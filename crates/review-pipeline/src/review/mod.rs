@@ -83,6 +83,8 @@ pub struct ReviewSettings {
     pub runs_pruning: crate::runs::Pruning,
     /// The operator's noise control (thresholds and inline cap), per repository.
     pub noise: command_sources::OperatorNoise,
+    /// The operator's agent cost caps (per pull request, per day), per repository.
+    pub cost_caps: crate::cost::CostCaps,
 }
 
 /// Everything the review flow talks to.
@@ -392,6 +394,16 @@ impl Reviewer {
             }
         }
 
+        // A resumed review finishes what an earlier run decided; anything
+        // else is about to start the agent: the cost caps first.
+        if !resumed {
+            match self.cost_held(request, &pull_request, progress).await {
+                Ok(None) => {}
+                Ok(Some(reason)) => return Ok(ReviewReport::NothingToDo { reason }),
+                Err(error) => return Err(unreported(error)),
+            }
+        }
+
         let mut job = Job {
             reviewer: self,
             request,
@@ -412,6 +424,38 @@ impl Reviewer {
             scope: incremental::Scope::Full,
         };
         job.run().await
+    }
+}
+
+impl Reviewer {
+    /// The cost caps ([`crate::cost`]; the store answers, no GitHub request
+    /// under the caps): `Some(why)` when the review is not started (handed
+    /// to a human at the pull request's cap, or waiting for the next day).
+    async fn cost_held(
+        &self,
+        request: &ReviewRequest,
+        pull_request: &PullRequest,
+        progress: &Progress,
+    ) -> Result<Option<String>, ReviewError> {
+        let held = crate::cost::check_before_agent(
+            &crate::cost::CapContext {
+                github: &self.github,
+                store: &self.store,
+                repository: &request.repository,
+                pull_request,
+                job: review_core::labels::Job::Review,
+                bot_login: self.settings.bot_login.as_deref(),
+                progress,
+            },
+            &self.settings.cost_caps,
+            request.dry_run,
+        )
+        .await;
+        match held {
+            Ok(held) => Ok(held.map(|held| held.describe())),
+            Err(crate::cost::CapError::Store(error)) => Err(error.into()),
+            Err(crate::cost::CapError::GitHub(error)) => Err(error.into()),
+        }
     }
 }
 
@@ -1247,7 +1291,7 @@ impl Job<'_> {
         let step = self.progress.step("merge and anchor");
         let posted = self.posted_fingerprints(passes).await?;
         let (threads, resolved_earlier) = self.bot_threads().await;
-        let composed = compose::compose(&compose::ComposeInput {
+        let mut composed = compose::compose(&compose::ComposeInput {
             review_id: self.review_id,
             snapshot,
             diff,
@@ -1284,6 +1328,8 @@ impl Job<'_> {
                 "ies"
             },
         ));
+        composed.payload.body =
+            crate::cost::with_cost_line(&composed.payload.body, &self.cost_line().await);
         Ok(self.plan(
             composed.outcome,
             PlannedAction::Review {
@@ -1294,6 +1340,35 @@ impl Job<'_> {
                 repeated: composed.repeated,
             },
         ))
+    }
+
+    /// The review body's last line: this cycle's agent cost, turns and time,
+    /// and the pull request's total so far (the store's sum over all its
+    /// runs, this review's passes included; not read in a dry run).
+    async fn cost_line(&self) -> String {
+        let summary = &self.summary;
+        let total = if self.request.dry_run {
+            summary.agent_cost_usd
+        } else {
+            match self
+                .reviewer
+                .store
+                .pull_request_cost(&self.request.repository.to_string(), self.request.number)
+                .await
+            {
+                Ok(total) => total.cost_usd,
+                Err(error) => {
+                    tracing::warn!(%error, "could not sum the pull request's agent cost");
+                    summary.agent_cost_usd
+                }
+            }
+        };
+        crate::cost::cost_line(
+            summary.agent_cost_usd,
+            summary.agent_turns,
+            summary.agent_time,
+            total,
+        )
     }
 
     /// The pull request's review threads (GraphQL) and the threads the bot
@@ -1399,6 +1474,7 @@ impl Job<'_> {
                         session_id: run.and_then(|run| run.session_id.clone()),
                         turns: run.map(|run| run.num_turns),
                         cost_usd: run.map(|run| run.total_cost_usd),
+                        duration: run.map(|run| run.duration),
                     },
                 )
                 .await

@@ -140,6 +140,12 @@ pub enum WriteOutcome {
         /// What the person did.
         reason: String,
     },
+    /// Not started: the pull request reached its agent cost cap (handed to
+    /// a human), or the day's cap is reached (waits for the next day).
+    CostCapped {
+        /// What happened, in one sentence.
+        reason: String,
+    },
     /// Nothing to push (no change, failed build, unresolved conflicts): an
     /// error comment, label kept.
     NotFixed {
@@ -208,6 +214,7 @@ impl WriteSummary {
                 format!("nothing pushed: {reason}")
             }
             Some(WriteOutcome::NotFixed { why }) => format!("not fixed: {why}"),
+            Some(WriteOutcome::CostCapped { reason }) => format!("not started: {reason}"),
             None => "not fixed".to_owned(),
         };
         let mut parts = vec![outcome];
@@ -329,6 +336,9 @@ struct Job<'a> {
     /// read it, id and body, when it has one: failures update it instead of
     /// adding a comment each, and its attempt count goes on.
     status_comment: Option<(u64, String)>,
+    /// The run in the store, once started: the agent passes are recorded
+    /// under it (their cost counts toward the pull request's and the day's).
+    run_id: Option<review_store::RunId>,
 }
 
 impl Reviewer {
@@ -358,6 +368,7 @@ impl Reviewer {
             },
             latest_review: None,
             status_comment: None,
+            run_id: None,
         };
         // Held until the job ends: pruning leaves the run directory alone.
         // (Could it not be made, `start_run` says so.)
@@ -381,6 +392,10 @@ impl Job<'_> {
     async fn run(&mut self) -> Result<WriteReport, WriteFailure> {
         if let Some(resumed) = self.resume_pushed().await {
             return resumed;
+        }
+
+        if let Some(held) = self.cost_gate().await {
+            return held;
         }
 
         let step = self.progress.step("cycles");
@@ -461,6 +476,7 @@ impl Job<'_> {
             Ok(run_id) => run_id,
             Err(error) => return Err(self.fail(error, None).await),
         };
+        self.run_id = Some(run_id);
         match self.fix(&review_comments, &issue_comments).await {
             Ok(()) => {
                 let outcome = match &self.summary.outcome {
@@ -475,6 +491,48 @@ impl Job<'_> {
                 Ok(self.summary.clone())
             }
             Err(error) => Err(self.fail(error, Some(run_id)).await),
+        }
+    }
+
+    /// The cost caps, before anything else is read ([`crate::cost`]; the
+    /// store answers): `Some` when the fix is not started.
+    async fn cost_gate(&mut self) -> Option<Result<WriteReport, WriteFailure>> {
+        let held = crate::cost::check_before_agent(
+            &crate::cost::CapContext {
+                github: &self.reviewer.github,
+                store: &self.reviewer.store,
+                repository: &self.request.repository,
+                pull_request: &self.request.pull_request,
+                job: review_core::labels::Job::Write,
+                bot_login: self.reviewer.settings.bot_login.as_deref(),
+                progress: self.progress,
+            },
+            &self.reviewer.settings.cost_caps,
+            false,
+        )
+        .await;
+        match held {
+            Ok(None) => None,
+            Ok(Some(held)) => {
+                if let crate::cost::Held::HandedOver { comment_url, .. } = &held {
+                    self.summary.comment_url = Some(comment_url.clone());
+                    self.summary.label = Some(
+                        review_core::labels::Label::BotHumanIntervention
+                            .name()
+                            .to_owned(),
+                    );
+                }
+                self.summary.outcome = Some(WriteOutcome::CostCapped {
+                    reason: held.describe(),
+                });
+                Some(Ok(self.summary.clone()))
+            }
+            Err(crate::cost::CapError::Store(error)) => {
+                Some(Err(self.fail(error.into(), None).await))
+            }
+            Err(crate::cost::CapError::GitHub(error)) => {
+                Some(Err(self.fail(error.into(), None).await))
+            }
         }
     }
 
@@ -844,7 +902,7 @@ impl Job<'_> {
                 let step = self.progress.step("merge-conflict pass");
                 match run_merge_pass(&setup, &pull.base_branch, &paths).await {
                     Ok(run) => {
-                        self.add_agent(&run);
+                        self.add_agent("merge-conflict", &run).await;
                         step.done(format!(
                             "{}, ${:.2}, {:.1} s",
                             crate::progress::turns(run.num_turns),
@@ -854,7 +912,7 @@ impl Job<'_> {
                     }
                     Err(error) => {
                         if let Some(run) = error.agent_run() {
-                            self.add_agent(run);
+                            self.add_agent("merge-conflict", run).await;
                         }
                         step.failed(error.to_string());
                         return Err(WriteError::Pass {
@@ -917,7 +975,7 @@ impl Job<'_> {
         let step = self.progress.step("code-fix pass");
         let fix = match run_fix_pass(&setup, snapshot_path, guides).await {
             Ok(fix) => {
-                self.add_agent(&fix.run);
+                self.add_agent("code-fix", &fix.run).await;
                 step.done(format!(
                     "{} thread(s) addressed, {} repl{}, {}{}, ${:.2}, {:.1} s",
                     fix.report.threads_addressed.len(),
@@ -936,7 +994,7 @@ impl Job<'_> {
             }
             Err(error) => {
                 if let Some(run) = error.agent_run() {
-                    self.add_agent(run);
+                    self.add_agent("code-fix", run).await;
                 }
                 step.failed(error.to_string());
                 return Err(WriteError::Pass {
@@ -1329,8 +1387,25 @@ impl Job<'_> {
     async fn publish_status(&mut self, text: &str) -> Result<String, GitHubError> {
         let previous = self.status_comment.as_ref().map(|(_, body)| body.as_str());
         let attempt = crate::status::next_attempt(previous, &self.request.pull_request.head_sha);
-        let text =
+        let mut text =
             crate::status::with_attempt_line(text, attempt, &self.request.pull_request.head_sha);
+        // What this attempt's agent passes cost (issue 28 item 5).
+        if self.summary.agent_turns > 0 || self.summary.agent_cost_usd > 0.0 {
+            text = crate::cost::with_cost_line(
+                &text,
+                &format!(
+                    "Agent: {}, {} turn{}, {} this attempt.",
+                    crate::cost::dollars(self.summary.agent_cost_usd),
+                    self.summary.agent_turns,
+                    if self.summary.agent_turns == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    crate::cost::short_duration(self.summary.agent_time),
+                ),
+            );
+        }
         let comment = crate::status::publish(
             &self.reviewer.github,
             &self.request.repository,
@@ -1358,10 +1433,43 @@ impl Job<'_> {
         Ok(())
     }
 
-    fn add_agent(&mut self, run: &review_agent::claude::AgentRun) {
+    /// Adds up an agent pass and records it in the store under the run, so
+    /// its cost counts toward the pull request's and the day's
+    /// ([`crate::cost`]).
+    async fn add_agent(&mut self, pass: &str, run: &review_agent::claude::AgentRun) {
         self.summary.agent_cost_usd += run.total_cost_usd;
         self.summary.agent_turns += run.num_turns;
         self.summary.agent_time += run.duration;
+        let Some(run_id) = self.run_id else {
+            return;
+        };
+        let recorded = self
+            .reviewer
+            .store
+            .record_agent_pass(
+                run_id,
+                &review_store::AgentPass {
+                    name: pass.to_owned(),
+                    transcript_path: Some(
+                        self.run_directory
+                            .join(if pass == "code-fix" {
+                                "fix.json"
+                            } else {
+                                "merge.json"
+                            })
+                            .display()
+                            .to_string(),
+                    ),
+                    session_id: run.session_id.clone(),
+                    turns: Some(run.num_turns),
+                    cost_usd: Some(run.total_cost_usd),
+                    duration: Some(run.duration),
+                },
+            )
+            .await;
+        if let Err(error) = recorded {
+            tracing::warn!(%error, pass, "could not record the agent pass in the store");
+        }
     }
 
     /// What the agent may read: the diff and the threads with replied-flags.

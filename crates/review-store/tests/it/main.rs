@@ -3,6 +3,7 @@
 
 mod attempts;
 mod base_builds;
+mod costs;
 mod job_plans;
 mod leases;
 mod open;

@@ -169,6 +169,20 @@ async fn a_version_2_database_is_migrated_keeping_its_data(database: TestDatabas
     assert_eq!(runs[0].outcome.as_deref(), Some("lgtm"));
     assert_eq!(runs[0].passes.len(), 1);
     assert_eq!(runs[0].passes[0].turns, Some(12));
+    assert_eq!(runs[0].passes[0].duration, None);
+    // Its cost counts toward the pull request and toward the day its run
+    // started (it has no time of its own).
+    let total = store.pull_request_cost("octo/widgets", 7).await.unwrap();
+    assert!((total.cost_usd - 0.5).abs() < 1e-9, "{total:?}");
+    assert_eq!((total.turns, total.passes), (12, 1));
+    let day = store
+        .day_cost(chrono::NaiveDate::from_ymd_opt(2023, 11, 14).unwrap())
+        .await
+        .unwrap();
+    assert!(
+        (day.repository_usd("octo/widgets") - 0.5).abs() < 1e-9,
+        "{day:?}"
+    );
     // The run's key still names it.
     let again = store
         .start_run(&NewRun {

@@ -21,6 +21,7 @@ fn pass(name: &str, turns: u32, cost: f64) -> AgentPass {
         session_id: Some(format!("session-{name}")),
         turns: Some(turns),
         cost_usd: Some(cost),
+        duration: Some(std::time::Duration::from_millis(1500)),
     }
 }
 
@@ -52,6 +53,7 @@ async fn a_run_records_its_passes_and_outcome(database: TestDatabase) {
         session_id: None,
         turns: None,
         cost_usd: None,
+        duration: None,
     };
     store.record_agent_pass(id, &failed_early).await.unwrap();
     store.finish_run(id, "changes-requested").await.unwrap();
