@@ -72,7 +72,12 @@ pub fn detect_from(cgroup: &str, mountinfo: &str) -> CgroupSupport {
     let Some(mount) = cgroup2_mount(mountinfo) else {
         return unavailable("no cgroup2 file system is mounted".to_owned());
     };
-    let directory = mount.join(own.trim_start_matches('/'));
+    let relative = own.trim_start_matches('/');
+    let directory = if relative.is_empty() {
+        mount
+    } else {
+        mount.join(relative)
+    };
     check_directory(&directory)
 }
 

@@ -154,7 +154,7 @@ async fn a_resumed_run_directory_with_planted_links_is_never_written_through() {
         "run=\"${{HOME%.scratch/home}}\"; ls -d \"$run\" && \
          for name in prompt.txt claude-stderr.log mcp-config.json transcript.jsonl x; do \
            ln -sf {config} \"$run/$name\" 2>/dev/null && echo \"planted $name\"; \
-           rm \"$run/$name\" 2>/dev/null && echo \"removed $name\"; done; \
+           rm \"${{run:?}}/${{name:?}}\" 2>/dev/null && echo \"removed $name\"; done; \
          touch \"$run/new\" 2>/dev/null && echo 'created new'; \
          mkdir \"$run/home\" 2>/dev/null && echo 'created home'; \
          mv \"$run/mcp-config.json\" \"$run/moved\" 2>/dev/null && echo 'moved'; \

@@ -749,12 +749,13 @@ async fn check_secret_files(config: &Config) -> Result<String, Failure> {
             return Err(failure(format!("{who} could {}", reached.join(", ")), fix));
         }
     }
-    let described: Vec<String> = secrets
+    let described: Vec<(String, String)> = secrets
         .iter()
         .enumerate()
         .map(|(index, path)| {
+            let path_text = path.display().to_string();
             if existed[index] {
-                return format!("{} not readable", path.display());
+                return (path_text, "not readable".to_owned());
             }
             let how: Vec<&SecretVisibility> = visibilities.iter().map(|each| &each[index]).collect();
             let hidden: Vec<String> = how
@@ -768,21 +769,30 @@ async fn check_secret_files(config: &Config) -> Result<String, Failure> {
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            if hidden.is_empty() {
-                format!("{} missing now, outside what a run sees", path.display())
+            let how = if hidden.is_empty() {
+                "missing now, outside what a run sees".to_owned()
             } else {
                 format!(
-                    "{} missing now, not creatable; its directory {} is hidden",
-                    path.display(),
+                    "missing now, not creatable; its directory {} is hidden",
                     hidden.join(", ")
                 )
-            }
+            };
+            (path_text, how)
         })
         .collect();
-    Ok(format!(
-        "from a build or the agent: {}",
-        described.join("; ")
-    ))
+    // Paths that stand the same way, said once: `a, b, c missing now, …`.
+    let mut groups: Vec<(Vec<String>, String)> = Vec::new();
+    for (path, how) in described {
+        match groups.last_mut() {
+            Some((paths, last)) if *last == how => paths.push(path),
+            _ => groups.push((vec![path], how)),
+        }
+    }
+    let groups: Vec<String> = groups
+        .into_iter()
+        .map(|(paths, how)| format!("{} {how}", paths.join(", ")))
+        .collect();
+    Ok(format!("from a build or the agent: {}", groups.join("; ")))
 }
 
 /// Runs `sh -c script` confined as a build is, in `directory`; its standard
