@@ -185,7 +185,9 @@ mod tests {
         let cgroup = "9:name=systemd:/\n8:pids:/\n7:blkio:/\n";
         let support = detect_from(cgroup, "");
         assert!(
-            support.to_string().starts_with("rlimits (no delegated cgroup v2: "),
+            support
+                .to_string()
+                .starts_with("rlimits (no delegated cgroup v2: "),
             "{support}"
         );
         assert!(support.to_string().contains("cgroup v1"), "{support}");
@@ -234,7 +236,10 @@ mod tests {
         let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap();
         let support = detect();
         if !cgroup.lines().any(|line| line.starts_with("0::")) {
-            assert!(matches!(support, CgroupSupport::Unavailable { .. }), "{support}");
+            assert!(
+                matches!(support, CgroupSupport::Unavailable { .. }),
+                "{support}"
+            );
         }
     }
 }

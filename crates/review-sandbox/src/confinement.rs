@@ -452,7 +452,9 @@ impl Confinement {
                                 && !self.hidden.iter().any(|hidden| {
                                     canonical(hidden).is_ok_and(|hidden| *mask == hidden)
                                 })
-                                && !HIDDEN_SYSTEM_PATHS.iter().any(|system| Path::new(system) == mask)
+                                && !HIDDEN_SYSTEM_PATHS
+                                    .iter()
+                                    .any(|system| Path::new(system) == mask)
                         })
                     })
                     .map(|mount| mount.path().to_owned()),

@@ -531,13 +531,8 @@ impl ClaudeCode {
                     writable.push(&home_directory);
                 }
                 writable.extend(run.output_directories.iter().map(PathBuf::as_path));
-                let confinement = Self::run_confinement(
-                    confinement,
-                    run,
-                    &writable,
-                    &environment,
-                    &executable,
-                )?;
+                let confinement =
+                    Self::run_confinement(confinement, run, &writable, &environment, &executable)?;
                 (Some(confinement), executable)
             }
             None => (None, self.settings.executable.clone()),

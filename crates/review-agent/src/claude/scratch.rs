@@ -157,7 +157,11 @@ mod tests {
             "keep"
         );
         assert_eq!(
-            std::fs::metadata(outside.path()).unwrap().permissions().mode() & 0o777,
+            std::fs::metadata(outside.path())
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
             0o750,
             "a link was followed"
         );

@@ -757,7 +757,8 @@ async fn check_secret_files(config: &Config) -> Result<String, Failure> {
             if existed[index] {
                 return (path_text, "not readable".to_owned());
             }
-            let how: Vec<&SecretVisibility> = visibilities.iter().map(|each| &each[index]).collect();
+            let how: Vec<&SecretVisibility> =
+                visibilities.iter().map(|each| &each[index]).collect();
             let hidden: Vec<String> = how
                 .iter()
                 .filter_map(|visibility| match visibility {

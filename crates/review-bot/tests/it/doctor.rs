@@ -37,7 +37,10 @@ fn snapshot_filters() -> Vec<(&'static str, &'static str)> {
         (r"/\S*bwrap runs", "[BWRAP] runs"),
         (r"schema version [0-9]+", "schema version [N]"),
         // Which bounds apply depends on the machine's cgroups.
-        (r"sandbox: resource bounds: [^\n]*", "sandbox: resource bounds: [BOUNDS]"),
+        (
+            r"sandbox: resource bounds: [^\n]*",
+            "sandbox: resource bounds: [BOUNDS]",
+        ),
         (
             r"\([0-9]+ of [0-9]+ requests left this hour\)",
             "([N] of [N] requests left this hour)",
@@ -386,7 +389,10 @@ fn doctor_says_how_a_store_that_does_not_exist_yet_is_kept_from_confined_runs() 
             .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
             .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
             .env("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
-            .env("REVIEW_BOT_DATABASE_URL", format!("sqlite://{}", store.display()))
+            .env(
+                "REVIEW_BOT_DATABASE_URL",
+                format!("sqlite://{}", store.display()),
+            )
             .assert();
         let stdout = text(&assert.get_output().stdout);
         let bounds = stdout
