@@ -161,15 +161,12 @@ fn unescape_octal(field: &str) -> String {
     while let Some(index) = rest.find('\\') {
         text.push_str(&rest[..index]);
         let escape = rest.get(index + 1..index + 4);
-        match escape.and_then(|digits| u8::from_str_radix(digits, 8).ok()) {
-            Some(byte) => {
-                text.push(char::from(byte));
-                rest = &rest[index + 4..];
-            }
-            None => {
-                text.push('\\');
-                rest = &rest[index + 1..];
-            }
+        if let Some(byte) = escape.and_then(|digits| u8::from_str_radix(digits, 8).ok()) {
+            text.push(char::from(byte));
+            rest = &rest[index + 4..];
+        } else {
+            text.push('\\');
+            rest = &rest[index + 1..];
         }
     }
     text.push_str(rest);

@@ -434,32 +434,7 @@ impl Confinement {
                 arguments.extend(["--ro-bind".into(), path.into(), given.into()]);
             }
         }
-        // Shown again on top of a mask: the caller's own (a worktree's
-        // administrative directory), and the run's own paths lying inside a
-        // directory masked for a missing secret.
-        let shown_in_masks: Vec<PathBuf> = self
-            .shown_in_masks
-            .iter()
-            .filter_map(|path| canonical(path).ok())
-            .chain(
-                mounts
-                    .iter()
-                    .filter(|mount| matches!(mount, Mount::ReadOnly(_) | Mount::Writable(_)))
-                    .filter(|mount| {
-                        masks.iter().any(|mask| {
-                            mount.path().starts_with(mask)
-                                && mount.path() != mask
-                                && !self.hidden.iter().any(|hidden| {
-                                    canonical(hidden).is_ok_and(|hidden| *mask == hidden)
-                                })
-                                && !HIDDEN_SYSTEM_PATHS
-                                    .iter()
-                                    .any(|system| Path::new(system) == mask)
-                        })
-                    })
-                    .map(|mount| mount.path().to_owned()),
-            )
-            .collect();
+        let shown_in_masks = self.shown_in_masks(&mounts, &masks);
         for mask in &masks {
             if mask.is_dir() {
                 arguments.extend(["--tmpfs".into(), mask.into()]);
@@ -505,6 +480,41 @@ impl Confinement {
         );
         let shown: Vec<&Path> = roots.iter().map(PathBuf::as_path).collect();
         visibility(secret, &shown)
+    }
+}
+
+impl Confinement {
+    /// What is shown again on top of a mask: the caller's own
+    /// ([`Confinement::shown_in_masks`], a worktree's administrative
+    /// directory), and the run's own paths lying inside a directory masked
+    /// for a missing secret.
+    fn shown_in_masks(&self, mounts: &[Mount], masks: &[PathBuf]) -> Vec<PathBuf> {
+        let masked_for_a_missing_secret = |mask: &PathBuf| {
+            !self
+                .hidden
+                .iter()
+                .any(|hidden| canonical(hidden).is_ok_and(|hidden| *mask == hidden))
+                && !HIDDEN_SYSTEM_PATHS
+                    .iter()
+                    .any(|system| Path::new(system) == mask)
+        };
+        self.shown_in_masks
+            .iter()
+            .filter_map(|path| canonical(path).ok())
+            .chain(
+                mounts
+                    .iter()
+                    .filter(|mount| matches!(mount, Mount::ReadOnly(_) | Mount::Writable(_)))
+                    .filter(|mount| {
+                        masks.iter().any(|mask| {
+                            mount.path().starts_with(mask)
+                                && mount.path() != mask
+                                && masked_for_a_missing_secret(mask)
+                        })
+                    })
+                    .map(|mount| mount.path().to_owned()),
+            )
+            .collect()
     }
 }
 

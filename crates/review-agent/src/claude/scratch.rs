@@ -149,7 +149,7 @@ mod tests {
         let home = scratch.directory(HOME_NAME).unwrap();
         std::fs::create_dir_all(home.join("a/b")).unwrap();
         std::os::unix::fs::symlink(outside.path(), home.join("a/link")).unwrap();
-        std::fs::set_permissions(home.join("a"), std::fs::Permissions::from_mode(0)).unwrap();
+        std::fs::set_permissions(home.join("a"), std::fs::Permissions::from_mode(0o0)).unwrap();
         drop(scratch);
         assert!(std::fs::symlink_metadata(&path).is_err());
         assert_eq!(

@@ -694,22 +694,7 @@ async fn check_secret_files(config: &Config) -> Result<String, Failure> {
             .iter()
             .map(|path| confinement.secret_visibility(path))
             .collect();
-        if let Some((path, SecretVisibility::Exposed(shown))) = secrets
-            .iter()
-            .zip(&visibility)
-            .find(|(_, visibility)| matches!(visibility, SecretVisibility::Exposed(_)))
-        {
-            return Err(failure(
-                format!(
-                    "{} does not exist now, and {who} would read it once made: it would appear \
-                     in {}, which {who} is shown",
-                    path.display(),
-                    shown.display()
-                ),
-                "move it out of the toolchain directories and sandbox.readable_paths, or create \
-                 the directory it goes in (its directory is then hidden)",
-            ));
-        }
+        refuse_exposed(who, &secrets, &visibility)?;
         visibilities.push(visibility);
         let probed = run_probe_with_arguments(
             &settings.containment,
@@ -749,6 +734,44 @@ async fn check_secret_files(config: &Config) -> Result<String, Failure> {
             return Err(failure(format!("{who} could {}", reached.join(", ")), fix));
         }
     }
+    Ok(describe_secrets(&secrets, &existed, &visibilities))
+}
+
+/// A failure when a missing secret would be visible to `who` once made.
+fn refuse_exposed(
+    who: &str,
+    secrets: &[PathBuf],
+    visibility: &[review_sandbox::SecretVisibility],
+) -> Result<(), Failure> {
+    use review_sandbox::SecretVisibility;
+    let Some((path, SecretVisibility::Exposed(shown))) = secrets
+        .iter()
+        .zip(visibility)
+        .find(|(_, visibility)| matches!(visibility, SecretVisibility::Exposed(_)))
+    else {
+        return Ok(());
+    };
+    Err(failure(
+        format!(
+            "{} does not exist now, and {who} would read it once made: it would appear in {}, \
+             which {who} is shown",
+            path.display(),
+            shown.display()
+        ),
+        "move it out of the toolchain directories and sandbox.readable_paths, or create the \
+         directory it goes in (its directory is then hidden)",
+    ))
+}
+
+/// What the secret check says of each secret path: not readable (it
+/// exists), or how a missing one is kept out; paths that stand the same
+/// way said once (`a, b, c missing now, …`).
+fn describe_secrets(
+    secrets: &[PathBuf],
+    existed: &[bool],
+    visibilities: &[Vec<review_sandbox::SecretVisibility>],
+) -> String {
+    use review_sandbox::SecretVisibility;
     let described: Vec<(String, String)> = secrets
         .iter()
         .enumerate()
@@ -793,7 +816,7 @@ async fn check_secret_files(config: &Config) -> Result<String, Failure> {
         .into_iter()
         .map(|(paths, how)| format!("{} {how}", paths.join(", ")))
         .collect();
-    Ok(format!("from a build or the agent: {}", groups.join("; ")))
+    format!("from a build or the agent: {}", groups.join("; "))
 }
 
 /// Runs `sh -c script` confined as a build is, in `directory`; its standard
