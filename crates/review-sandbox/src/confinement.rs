@@ -832,6 +832,50 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_secret_masks_its_directory_and_the_runs_own_paths_inside_it_are_shown_again() {
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        let toolchain = root.join("toolchain");
+        let data = toolchain.join("data");
+        std::fs::create_dir_all(data.join("bin")).unwrap();
+        let store = data.join("store.db");
+        let confinement = Confinement::new()
+            .with_readable(&toolchain)
+            .with_readable(data.join("bin"))
+            .with_hidden(&store)
+            .with_hidden(toolchain.join("top.db"));
+        assert_eq!(
+            confinement.secret_visibility(&store),
+            SecretVisibility::DirectoryMasked(data.clone())
+        );
+        assert_eq!(
+            confinement.secret_visibility(&toolchain.join("top.db")),
+            SecretVisibility::Exposed(toolchain.clone())
+        );
+        assert_eq!(
+            confinement.secret_visibility(&root.join("elsewhere/store.db")),
+            SecretVisibility::Outside
+        );
+        let arguments = strings(&confinement);
+        let data = data.display().to_string();
+        let bin = format!("{data}/bin");
+        let mask = position(&arguments, &["--tmpfs", &data]);
+        // Shown again after the mask (it was mounted before it, too).
+        let shown = arguments
+            .windows(3)
+            .rposition(|window| window == ["--ro-bind", bin.as_str(), bin.as_str()])
+            .unwrap();
+        let read_only = position(&arguments, &["--remount-ro", &data]);
+        assert!(mask < shown && shown < read_only, "{arguments:?}");
+        // The toolchain itself is not masked whole.
+        assert!(
+            !arguments
+                .windows(2)
+                .any(|pair| pair[0] == "--tmpfs" && pair[1] == toolchain.display().to_string())
+        );
+    }
+
+    #[test]
     fn a_worktree_of_a_mirror_shows_exactly_that_mirror_read_only() {
         let root = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(root.path()).unwrap();
