@@ -819,6 +819,9 @@ async fn a_build_cannot_write_the_bots_files_through_a_link_it_plants() {
                 "build.sh",
                 "ln -sf \"$CONFIG\" \"$HOME/../02.log\" && echo planted next to the logs\n\
                  ln -sf \"$CONFIG\" \"$HOME/02.log\"\n\
+                 touch \"$HOME/../created\" 2>/dev/null && echo created in the build directory\n\
+                 mkdir \"$HOME/../../created\" 2>/dev/null && echo created in the run directory\n\
+                 touch \"$HOME/mine\" && echo home writable\n\
                  echo built",
             ),
             ("run-tests.sh", "printf '[sandbox]\\nmode = \"off\"\\n'"),
@@ -847,6 +850,14 @@ async fn a_build_cannot_write_the_bots_files_through_a_link_it_plants() {
             .unwrap()
             .contains("mode = \"off\"")
     );
+    // Issue 26, round two: nothing can be created where the bot writes —
+    // `RUN/build` and `RUN` are not shown to the build (what it makes at
+    // those paths lands in its own empty root, gone with it); only its home
+    // and tmp are its own.
+    let first = std::fs::read_to_string(job.run().join("build/01.log")).unwrap();
+    assert!(first.contains("home writable"), "{first}");
+    assert!(!job.run().join("build/created").exists());
+    assert!(!job.run().join("created").exists());
 }
 
 #[tokio::test]

@@ -3,7 +3,9 @@
 //! namespace only, confined without resource bounds (as before issue 26),
 //! and confined with the default bounds (`prlimit` in front of bubblewrap, a
 //! sized `/tmp`), through the crate's own API (the confined runs include
-//! computing the mounts: canonical paths, credential masks).
+//! computing the mounts: canonical paths, credential masks); and the agent
+//! start with its run directory read-only and a scratch directory made and
+//! removed per start (issue 26, round two).
 //!
 //! `cargo bench -p review-sandbox --bench confinement`
 
@@ -79,6 +81,7 @@ fn main() {
         &runtime,
         &containment,
         &worktree,
+        &Mode::ALL,
         sh,
     );
 
@@ -108,7 +111,49 @@ fn main() {
         &runtime,
         &containment,
         &worktree,
+        &Mode::ALL,
         cli,
+    );
+
+    // Issue 26, round two: the run directory read-only, and a scratch
+    // directory beside it (`home/`, `tmp/`) made anew before each start and
+    // removed after (here: before the next), the only writable path of the
+    // run's own.
+    let scratch = root.path().join("run.scratch");
+    let scratch_confinement = Confinement::new()
+        .with_readable_paths(toolchain_directories())
+        .with_git_worktree(&worktree)
+        .expect("a worktree")
+        .with_readable(&run)
+        .with_readable(review_testkit::tools::tools_dir().join("claude-code"))
+        .with_readable(&claude);
+    let cli_with_scratch = |mode: Mode| {
+        if scratch.exists() {
+            std::fs::remove_dir_all(&scratch).expect("scratch removed");
+        }
+        for directory in ["home", "tmp"] {
+            std::fs::create_dir_all(scratch.join(directory)).expect("scratch made");
+        }
+        let confinement = scratch_confinement
+            .clone()
+            .with_writable(&scratch)
+            .with_limits(mode.limits());
+        let mut command = containment
+            .confined_command(&claude, &confinement)
+            .expect("confined");
+        command
+            .arg("--version")
+            .env("HOME", scratch.join("home"))
+            .env("TMPDIR", scratch.join("tmp"));
+        command
+    };
+    report(
+        "agent start, scratch directory",
+        &runtime,
+        &containment,
+        &worktree,
+        &[Mode::Unbounded, Mode::Bounded],
+        cli_with_scratch,
     );
 }
 
@@ -117,9 +162,10 @@ fn report(
     runtime: &tokio::runtime::Runtime,
     containment: &Containment,
     directory: &Path,
+    modes: &[Mode],
     make: impl Fn(Mode) -> tokio::process::Command,
 ) {
-    for mode in Mode::ALL {
+    for &mode in modes {
         let mut times: Vec<Duration> = (0..RUNS)
             .map(|_| {
                 let started = Instant::now();

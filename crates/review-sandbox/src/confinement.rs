@@ -434,11 +434,7 @@ impl Confinement {
                 arguments.extend(["--ro-bind".into(), path.into(), given.into()]);
             }
         }
-        let shown_in_masks: Vec<PathBuf> = self
-            .shown_in_masks
-            .iter()
-            .filter_map(|path| canonical(path).ok())
-            .collect();
+        let shown_in_masks = self.shown_in_masks(&mounts, &masks);
         for mask in &masks {
             if mask.is_dir() {
                 arguments.extend(["--tmpfs".into(), mask.into()]);
@@ -448,7 +444,12 @@ impl Confinement {
                     .iter()
                     .filter(|path| path.starts_with(mask) && *path != mask)
                 {
-                    arguments.extend(["--ro-bind".into(), path.into(), path.into()]);
+                    let bind = if mounts.contains(&Mount::Writable(path.clone())) {
+                        "--bind"
+                    } else {
+                        "--ro-bind"
+                    };
+                    arguments.extend([bind.into(), path.into(), path.into()]);
                 }
                 arguments.extend(["--remount-ro".into(), mask.into()]);
             } else {
@@ -457,6 +458,63 @@ impl Confinement {
         }
         arguments.push("--".into());
         Ok(arguments)
+    }
+}
+
+impl Confinement {
+    /// How `secret` (a path the caller hides, existing or not) is kept from
+    /// a run confined by this confinement: outside what it sees, masked,
+    /// or, when it does not exist yet, by masking the directory it would
+    /// appear in. `review-bot doctor` says it per secret.
+    pub fn secret_visibility(&self, secret: &Path) -> SecretVisibility {
+        let mut roots: Vec<PathBuf> = system_mounts(self.network)
+            .into_iter()
+            .filter(|mount| matches!(mount, Mount::ReadOnly(_)))
+            .map(|mount| mount.path().to_owned())
+            .collect();
+        roots.extend(
+            self.readable
+                .iter()
+                .chain(&self.writable)
+                .filter_map(|path| canonical(path).ok()),
+        );
+        let shown: Vec<&Path> = roots.iter().map(PathBuf::as_path).collect();
+        visibility(secret, &shown)
+    }
+}
+
+impl Confinement {
+    /// What is shown again on top of a mask: the caller's own
+    /// ([`Confinement::shown_in_masks`], a worktree's administrative
+    /// directory), and the run's own paths lying inside a directory masked
+    /// for a missing secret.
+    fn shown_in_masks(&self, mounts: &[Mount], masks: &[PathBuf]) -> Vec<PathBuf> {
+        let masked_for_a_missing_secret = |mask: &PathBuf| {
+            !self
+                .hidden
+                .iter()
+                .any(|hidden| canonical(hidden).is_ok_and(|hidden| *mask == hidden))
+                && !HIDDEN_SYSTEM_PATHS
+                    .iter()
+                    .any(|system| Path::new(system) == mask)
+        };
+        self.shown_in_masks
+            .iter()
+            .filter_map(|path| canonical(path).ok())
+            .chain(
+                mounts
+                    .iter()
+                    .filter(|mount| matches!(mount, Mount::ReadOnly(_) | Mount::Writable(_)))
+                    .filter(|mount| {
+                        masks.iter().any(|mask| {
+                            mount.path().starts_with(mask)
+                                && mount.path() != mask
+                                && masked_for_a_missing_secret(mask)
+                        })
+                    })
+                    .map(|mount| mount.path().to_owned()),
+            )
+            .collect()
     }
 }
 
@@ -519,8 +577,92 @@ fn masks(mounts: &[Mount], readable: &[PathBuf], hidden: &[PathBuf]) -> Vec<Path
             masks.push(path);
         }
     }
+    // A caller's secret that does not exist yet (the store before the first
+    // run, its `-wal`) would appear inside as soon as it is made: its
+    // directory is masked instead.
+    for secret in hidden {
+        if let SecretVisibility::DirectoryMasked(directory) = visibility(secret, &shown)
+            && !masks.contains(&directory)
+        {
+            masks.push(directory);
+        }
+    }
     masks.sort_by_key(|path| depth(path));
     masks
+}
+
+/// How a secret path (one of [`Confinement::hidden`]) is kept from a
+/// confined run; [`Confinement::secret_visibility`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretVisibility {
+    /// It lies outside everything the run sees (now, and once it exists).
+    Outside,
+    /// It exists and is masked (an empty file or directory over it).
+    Masked,
+    /// It does not exist now, and the directory it would appear in (its
+    /// nearest existing ancestor, this path) is masked: made later, it is
+    /// neither readable nor creatable inside.
+    DirectoryMasked(PathBuf),
+    /// It does not exist now and would be visible once made: the nearest
+    /// directory it would appear in is itself a path the run is shown (or
+    /// the root of one), which cannot be masked without hiding all of it.
+    Exposed(PathBuf),
+}
+
+impl std::fmt::Display for SecretVisibility {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Outside => formatter.write_str("outside everything a confined run sees"),
+            Self::Masked => formatter.write_str("masked"),
+            Self::DirectoryMasked(directory) => write!(
+                formatter,
+                "missing now; the directory it would appear in, {}, is hidden",
+                directory.display()
+            ),
+            Self::Exposed(directory) => write!(
+                formatter,
+                "missing now, and would be visible once made: {} is shown to confined runs \
+                 and cannot be hidden whole",
+                directory.display()
+            ),
+        }
+    }
+}
+
+/// Where `secret` stands against the `shown` roots (canonical paths).
+fn visibility(secret: &Path, shown: &[&Path]) -> SecretVisibility {
+    // The secret's canonical place: its nearest existing ancestor's,
+    // followed by what does not exist yet.
+    let mut existing = secret.to_owned();
+    let mut missing: Vec<OsString> = Vec::new();
+    let ancestor = loop {
+        if let Ok(path) = canonical(&existing) {
+            break path;
+        }
+        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
+            return SecretVisibility::Outside;
+        };
+        missing.push(name.to_owned());
+        existing = parent.to_owned();
+    };
+    let place = missing
+        .iter()
+        .rev()
+        .fold(ancestor.clone(), |path, name| path.join(name));
+    let Some(root) = shown
+        .iter()
+        .filter(|root| place.starts_with(root))
+        .max_by_key(|root| depth(root))
+    else {
+        return SecretVisibility::Outside;
+    };
+    if missing.is_empty() {
+        SecretVisibility::Masked
+    } else if ancestor != *root && ancestor.is_dir() {
+        SecretVisibility::DirectoryMasked(ancestor)
+    } else {
+        SecretVisibility::Exposed(ancestor)
+    }
 }
 
 /// Directories a build or an agent commonly needs read-only, from the bot's
@@ -687,6 +829,50 @@ mod tests {
         .prlimit_arguments();
         assert_eq!(arguments.len(), 1);
         assert_ne!(arguments[0], format!("--nproc={0}:{0}", u64::MAX));
+    }
+
+    #[test]
+    fn a_missing_secret_masks_its_directory_and_the_runs_own_paths_inside_it_are_shown_again() {
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        let toolchain = root.join("toolchain");
+        let data = toolchain.join("data");
+        std::fs::create_dir_all(data.join("bin")).unwrap();
+        let store = data.join("store.db");
+        let confinement = Confinement::new()
+            .with_readable(&toolchain)
+            .with_readable(data.join("bin"))
+            .with_hidden(&store)
+            .with_hidden(toolchain.join("top.db"));
+        assert_eq!(
+            confinement.secret_visibility(&store),
+            SecretVisibility::DirectoryMasked(data.clone())
+        );
+        assert_eq!(
+            confinement.secret_visibility(&toolchain.join("top.db")),
+            SecretVisibility::Exposed(toolchain.clone())
+        );
+        assert_eq!(
+            confinement.secret_visibility(&root.join("elsewhere/store.db")),
+            SecretVisibility::Outside
+        );
+        let arguments = strings(&confinement);
+        let data = data.display().to_string();
+        let bin = format!("{data}/bin");
+        let mask = position(&arguments, &["--tmpfs", &data]);
+        // Shown again after the mask (it was mounted before it, too).
+        let shown = arguments
+            .windows(3)
+            .rposition(|window| window == ["--ro-bind", bin.as_str(), bin.as_str()])
+            .unwrap();
+        let read_only = position(&arguments, &["--remount-ro", &data]);
+        assert!(mask < shown && shown < read_only, "{arguments:?}");
+        // The toolchain itself is not masked whole.
+        assert!(
+            !arguments
+                .windows(2)
+                .any(|pair| pair[0] == "--tmpfs" && pair[1] == toolchain.display().to_string())
+        );
     }
 
     #[test]

@@ -45,6 +45,7 @@
 //! (see [`confinement`]). Without one, [`Containment::command`] binds the
 //! whole filesystem as it is: only the processes are held.
 
+pub mod cgroups;
 pub mod confinement;
 mod handshake;
 mod processes;
@@ -60,7 +61,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 
-pub use confinement::{Confinement, Limits, toolchain_directories};
+pub use confinement::{Confinement, Limits, SecretVisibility, toolchain_directories};
 pub use processes::{Survivor, describe};
 pub use toolchains::{Toolchain, detect_toolchains};
 

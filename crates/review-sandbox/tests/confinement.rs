@@ -454,3 +454,94 @@ async fn a_writable_path_that_is_a_planted_link_is_refused() {
         .unwrap_err();
     assert!(error.to_string().contains("symbolic link"), "{error}");
 }
+
+/// Issue 26: a secret the bot names that does not exist when a build starts
+/// — the SQLite store before the first review, its `-wal` — is still out
+/// of reach once the bot makes it. The store's directory lies under a path
+/// the build is shown (the bot's home, as a toolchain), and a second one
+/// under its writable run directory: both directories are hidden, so the
+/// build, which waits until the bot has made the store while it runs, can
+/// neither read it nor create it, and what it can see of the home is
+/// unchanged.
+#[tokio::test]
+async fn a_secret_made_after_the_build_started_is_neither_readable_nor_creatable() {
+    use review_sandbox::SecretVisibility;
+
+    let world = World::new();
+    let data = world.bot_home().join(".local/share/review-bot");
+    std::fs::create_dir_all(&data).unwrap();
+    let store = data.join("store.db");
+    let wal = data.join("store.db-wal");
+    let state = world.run("pr-1").join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let planted = state.join("store.db");
+    let confinement = world
+        .confinement()
+        .with_hidden(&store)
+        .with_hidden(&wal)
+        .with_hidden(&planted);
+    let canonical_data = std::fs::canonicalize(&data).unwrap();
+    assert_eq!(
+        confinement.secret_visibility(&store),
+        SecretVisibility::DirectoryMasked(canonical_data.clone())
+    );
+    assert_eq!(
+        confinement.secret_visibility(&world.path().join("elsewhere/store.db")),
+        SecretVisibility::Outside
+    );
+    // Directly in a shown root, a missing secret cannot be hidden: said.
+    assert_eq!(
+        confinement.secret_visibility(&world.bot_home().join("store.db")),
+        SecretVisibility::Exposed(std::fs::canonicalize(world.bot_home()).unwrap())
+    );
+
+    let ready = world.run("pr-1").join("ready");
+    let go = world.run("pr-1").join("go");
+    let script = format!(
+        "touch {ready}\n\
+         until [ -e {go} ]; do sleep 0.01; done\n\
+         if cat {store} {wal} 2>/dev/null; then echo READ-STORE; fi\n\
+         if ls -A {data} | grep -q .; then echo LISTED; fi\n\
+         if (: > {data}/new) 2>/dev/null; then echo CREATED-IN-DATA; fi\n\
+         if (: > {planted}) 2>/dev/null; then echo CREATED-PLANTED; fi\n\
+         if ln -s /dev/null {planted} 2>/dev/null; then echo LINKED-PLANTED; fi\n\
+         if {tool} >/dev/null; then echo tool-still-runs; fi\n\
+         echo end\n",
+        ready = ready.display(),
+        go = go.display(),
+        store = store.display(),
+        wal = wal.display(),
+        data = data.display(),
+        planted = planted.display(),
+        tool = world.bot_home().join(".cargo/bin/tool").display(),
+    );
+    std::fs::set_permissions(
+        world.bot_home().join(".cargo/bin/tool"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let bot = async {
+        // The bot makes its store while the build runs.
+        while !ready.exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        std::fs::write(&store, CANARY).unwrap();
+        std::fs::write(&wal, CANARY).unwrap();
+        std::fs::write(&go, "").unwrap();
+    };
+    let ((status, output), ()) = tokio::join!(world.sh(&confinement, &script), bot);
+    assert_eq!(status, Some(0), "{output}");
+    assert!(output.contains("end"), "{output}");
+    assert!(output.contains("tool-still-runs"), "{output}");
+    for reached in [
+        "READ-STORE",
+        "LISTED",
+        "CREATED-IN-DATA",
+        "CREATED-PLANTED",
+        "LINKED-PLANTED",
+        CANARY,
+    ] {
+        assert!(!output.contains(reached), "{reached}: {output}");
+    }
+    assert!(!planted.exists() && !data.join("new").exists());
+}

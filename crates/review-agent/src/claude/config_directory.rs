@@ -5,9 +5,10 @@
 //! network, outside any turn. A run may write there (the agent's `Bash` can),
 //! so a directory shared between runs carries one pull request's hooks into
 //! every later job (issue 26). So each run gets a **fresh, empty** directory,
-//! `RUN/claude-config`, made anew before the run starts (whatever a resumed
+//! `SCRATCH/claude-config` in the run's scratch directory (see
+//! [`super::scratch`]), made anew before the run starts (whatever a resumed
 //! run left there is removed first, without following links) and removed with
-//! the run directory.
+//! the scratch directory when the run ends.
 //!
 //! With `agent.config_dir` (a logged-in Claude Code's directory), that login is
 //! copied in — never the directory itself, which the run neither sees nor
@@ -31,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use crate::AgentError;
 
-/// The run directory's entry for the configuration directory.
+/// The scratch directory's entry for the configuration directory.
 pub const CONFIG_DIRECTORY_NAME: &str = "claude-config";
 
 /// The credentials file, copied whole.
@@ -52,11 +53,14 @@ pub const LOGIN_FIELDS: &[&str] = &[
 /// The largest login file read (real ones are a few KiB).
 pub const LOGIN_FILE_LIMIT: u64 = 1024 * 1024;
 
-/// Make `run_directory/claude-config` fresh and empty (removing whatever is
-/// there, links included, without following them), then copy the login from
-/// `login_source` when given. Returns the new directory.
-pub fn prepare(run_directory: &Path, login_source: Option<&Path>) -> Result<PathBuf, AgentError> {
-    let directory = run_directory.join(CONFIG_DIRECTORY_NAME);
+/// Make `scratch_directory/claude-config` fresh and empty (removing whatever
+/// is there, links included, without following them), then copy the login
+/// from `login_source` when given. Returns the new directory.
+pub fn prepare(
+    scratch_directory: &Path,
+    login_source: Option<&Path>,
+) -> Result<PathBuf, AgentError> {
+    let directory = scratch_directory.join(CONFIG_DIRECTORY_NAME);
     remove_entry(&directory)?;
     std::fs::DirBuilder::new()
         .mode(0o700)
@@ -72,21 +76,9 @@ pub fn prepare(run_directory: &Path, login_source: Option<&Path>) -> Result<Path
     Ok(directory)
 }
 
-/// Remove `path` whatever it is (a directory tree, a file, a link — the link
-/// itself, never its target); nothing there is fine.
+/// Remove `path` whatever it is (see [`super::scratch::remove_entry`]).
 pub(crate) fn remove_entry(path: &Path) -> Result<(), AgentError> {
-    let removed = match std::fs::symlink_metadata(path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(error) => Err(error),
-        // `remove_dir_all` does not follow links inside the tree.
-        Ok(metadata) if metadata.is_dir() => std::fs::remove_dir_all(path),
-        Ok(_) => std::fs::remove_file(path),
-    };
-    removed.map_err(|source| AgentError::File {
-        action: "remove what an earlier run left in its run directory",
-        path: path.to_owned(),
-        source,
-    })
+    super::scratch::remove_entry(path)
 }
 
 /// Copy the login files of `source` into `directory`.

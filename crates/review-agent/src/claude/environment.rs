@@ -10,7 +10,7 @@
 //! credential.
 //!
 //! The headless switches: `CLAUDE_CONFIG_DIR` and `CLAUDE_CODE_TMPDIR` inside
-//! the run directory (runs share no sessions, settings or temporary files;
+//! the run's scratch directory (runs share no sessions, settings or temporary files;
 //! 2.1.330 honours both and then writes nothing under `HOME` or `/tmp`),
 //! `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` (only model API requests),
 //! `MCP_CONNECTION_NONBLOCKING=0` (wait for MCP servers before the first turn),
@@ -96,7 +96,7 @@ impl ClaudeEnvironment {
     ///   hooks or caches. Claude Code 2.1.330 writes nothing under `HOME` when
     ///   it is set.
     /// - `HOME`: per run unless configured (see the module docs).
-    /// - `CLAUDE_CODE_TMPDIR`: inside the run directory when given; otherwise
+    /// - `CLAUDE_CODE_TMPDIR`: inside the run's scratch directory when given; otherwise
     ///   the CLI leaves a directory per session under `/tmp/claude-<uid>/`.
     /// - `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`: only model API requests.
     /// - `MCP_CONNECTION_NONBLOCKING=0`: wait for MCP servers before the first

@@ -66,6 +66,7 @@ pub mod key_proxy;
 mod mcp_config;
 mod outcome;
 mod output;
+pub mod scratch;
 mod settings;
 
 use std::ffi::OsString;
@@ -91,6 +92,7 @@ use review_sandbox::{Contained, SandboxError};
 use crate::AgentError;
 use environment::{ClaudeEnvironment, RunDirectories};
 use output::{ResultEvent, StreamEvent};
+use scratch::Scratch;
 
 /// How much of stderr and of stray stdout lines an error message quotes.
 const TAIL_BYTES: usize = 2_000;
@@ -238,8 +240,9 @@ impl ClaudeCode {
                 path: prepared.prompt_path.clone(),
                 source,
             })?;
-        // The bot's files are made before the CLI starts: the run directory
-        // is the run's to write, and nothing it plants is written through.
+        // The bot's files are made before the CLI starts, without following
+        // links (the run directory is read-only to the run, but a run
+        // resumed after a crash may find one planted by an older version).
         let transcript =
             create_private_file(&run.transcript_path).map_err(|source| AgentError::File {
                 action: "create the transcript",
@@ -339,7 +342,8 @@ impl ClaudeCode {
 
     /// `claude --version`, started exactly as a run starts the CLI: the same
     /// executable (resolved the same way), containment, confinement and
-    /// environment, in a scratch run directory inside `run_directory`.
+    /// environment, with `run_directory` as its run directory (and
+    /// `run_directory.scratch` beside it as its scratch directory).
     /// `review-bot doctor` uses it, so what it passes works in a review.
     pub async fn version(&self, run_directory: &Path) -> Result<String, AgentError> {
         let working_directory = run_directory.join("work");
@@ -447,11 +451,13 @@ impl ClaudeCode {
             })
         };
         create(&run.run_directory)?;
-        // Fresh for every run, the operator's login copied in (issue 26).
-        let config_directory = config_directory::prepare(
-            &run.run_directory,
-            self.settings.config_directory.as_deref(),
-        )?;
+        // Everything the run may write is in its scratch directory, beside
+        // the run directory (which it sees read-only): made anew, the
+        // operator's login copied into a fresh configuration directory
+        // before anything of the run starts (issue 26).
+        let scratch = Scratch::create(&run.scratch_directory)?;
+        let config_directory =
+            config_directory::prepare(scratch.path(), self.settings.config_directory.as_deref())?;
         let mcp_config_path = match &run.mcp {
             Some(mcp) => {
                 let path = run.run_directory.join("mcp-config.json");
@@ -461,20 +467,12 @@ impl ClaudeCode {
             None => None,
         };
         // The CLI puts a Unix socket in its temporary directory; keep it in the
-        // run directory (removed with it) unless the path would be too long
-        // for a socket (108 bytes, with `/cc-socks/NNNNNNN.sock` to add).
-        // The run directory is the agent's to write: what an earlier run
-        // (resumed after a crash) left in its place — a link to a directory
-        // of the bot's — goes, and the directory is made afresh.
-        let fresh = |path: &Path| {
-            config_directory::remove_entry(path)?;
-            create(path)
-        };
-        let temporary_directory = run.run_directory.join("tmp");
+        // scratch directory (removed with it) unless the path would be too
+        // long for a socket (108 bytes, with `/cc-socks/NNNNNNN.sock` to add).
+        let temporary_directory = scratch.path().join(scratch::TEMPORARY_NAME);
         let temporary_directory = if temporary_directory.as_os_str().len() <= SOCKET_DIRECTORY_LIMIT
         {
-            fresh(&temporary_directory)?;
-            Some(temporary_directory)
+            Some(scratch.directory(scratch::TEMPORARY_NAME)?)
         } else {
             tracing::debug!(
                 "run directory path too long for Claude Code's socket; using its default temporary directory"
@@ -493,9 +491,7 @@ impl ClaudeCode {
             create(directory)?;
             directory.clone()
         } else {
-            let home = run.run_directory.join("home");
-            fresh(&home)?;
-            home
+            scratch.directory(scratch::HOME_NAME)?
         };
         let proxied;
         let environment_settings = match proxy {
@@ -527,13 +523,16 @@ impl ClaudeCode {
                     find_executable(&self.settings.executable, environment.get("PATH"))
                         .and_then(|found| std::fs::canonicalize(found).ok())
                         .unwrap_or_else(|| self.settings.executable.clone());
-                let confinement = Self::run_confinement(
-                    confinement,
-                    run,
-                    &[&run.run_directory, &home_directory, &config_directory],
-                    &environment,
-                    &executable,
-                )?;
+                // The scratch directory (home, tmp and configuration
+                // directory inside), a configured home, and the caller's
+                // output directories; never the run directory.
+                let mut writable: Vec<&Path> = vec![scratch.path()];
+                if !home_directory.starts_with(scratch.path()) {
+                    writable.push(&home_directory);
+                }
+                writable.extend(run.output_directories.iter().map(PathBuf::as_path));
+                let confinement =
+                    Self::run_confinement(confinement, run, &writable, &environment, &executable)?;
                 (Some(confinement), executable)
             }
             None => (None, self.settings.executable.clone()),
@@ -544,13 +543,15 @@ impl ClaudeCode {
             prompt_path,
             environment,
             confinement,
+            _scratch: scratch,
         })
     }
 
     /// The configured confinement plus the run's own paths: the working
     /// directory (with its `.git` and repository read-only), `writable`, the
-    /// CLI's executable, the MCP servers' executables and the system prompt
-    /// file.
+    /// run directory read-only (the MCP config and what the caller put there
+    /// for the MCP servers), the CLI's executable, the MCP servers'
+    /// executables and the system prompt file.
     fn run_confinement(
         configured: &Confinement,
         run: &ClaudeCodeRun,
@@ -565,6 +566,7 @@ impl ClaudeCode {
         for path in writable {
             confinement = confinement.with_writable(*path);
         }
+        confinement = confinement.with_readable(&run.run_directory);
         let search_path = environment.get("PATH");
         let executables = std::iter::once(executable).chain(run.mcp.iter().flat_map(|mcp| {
             mcp.servers()
@@ -603,6 +605,10 @@ struct Prepared {
     environment: ClaudeEnvironment,
     /// The run's confinement, when configured.
     confinement: Option<Confinement>,
+    /// The run's scratch directory, removed when this is dropped (the run
+    /// has ended: `run` and `version` keep it until their processes are
+    /// gone). Never read: a guard.
+    _scratch: Scratch,
 }
 
 /// Create (or truncate) a private file (see [`review_sandbox::create_private_file`])

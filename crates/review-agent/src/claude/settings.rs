@@ -230,10 +230,24 @@ pub struct ClaudeCodeRun {
     /// The checkout the agent works in (its working directory; it reads
     /// `CLAUDE.md` from there).
     pub working_directory: PathBuf,
-    /// A directory for this run's scratch files (config directory, home,
-    /// temporary files, MCP config, stderr log). Created when missing; the
-    /// caller removes it.
+    /// The directory of the bot's own files of this run (the MCP config,
+    /// the prompt, the stderr log). Created when missing; the caller
+    /// removes it. A confined run sees it read-only: nothing it plants there
+    /// is ever written through.
     pub run_directory: PathBuf,
+    /// The only directory of the run's own a confined run can write: its
+    /// `home/`, `tmp/` and Claude Code configuration directory
+    /// (`claude-config/`). Made anew before the run (whatever a crashed run
+    /// left there is removed first, links without being followed) and
+    /// removed when the run ends. The bot writes nothing there once the run
+    /// has started. Default: beside the run directory, `RUN_DIRECTORY.scratch`
+    /// (its parent, which the run cannot write, holds it).
+    pub scratch_directory: PathBuf,
+    /// Directories the caller makes for what the run's processes hand back
+    /// (the MCP server's comments file and review), shown writable. The
+    /// caller reads what is in them as written by an attacker and writes
+    /// nothing there itself.
+    pub output_directories: Vec<PathBuf>,
     /// Where the CLI's output (stream-json, one event a line) is saved.
     pub transcript_path: PathBuf,
     /// MCP servers to start (`--mcp-config`, always with
@@ -265,6 +279,8 @@ impl ClaudeCodeRun {
             system_prompt_file: None,
             working_directory: working_directory.into(),
             transcript_path: run_directory.join("transcript.jsonl"),
+            scratch_directory: default_scratch_directory(&run_directory),
+            output_directories: Vec::new(),
             run_directory,
             mcp: None,
             allowed_tools: Vec::new(),
@@ -294,6 +310,21 @@ impl ClaudeCodeRun {
         self
     }
 
+    /// Set [`ClaudeCodeRun::scratch_directory`].
+    #[must_use]
+    pub fn with_scratch_directory(mut self, path: impl Into<PathBuf>) -> Self {
+        self.scratch_directory = path.into();
+        self
+    }
+
+    /// Add an output directory (see [`ClaudeCodeRun::output_directories`]);
+    /// it must exist when the run starts.
+    #[must_use]
+    pub fn with_output_directory(mut self, path: impl Into<PathBuf>) -> Self {
+        self.output_directories.push(path.into());
+        self
+    }
+
     /// Set [`ClaudeCodeRun::transcript_path`].
     #[must_use]
     pub fn with_transcript_path(mut self, path: impl Into<PathBuf>) -> Self {
@@ -313,5 +344,18 @@ impl ClaudeCodeRun {
     pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.environment.push((name.into(), value.into()));
         self
+    }
+}
+
+/// `RUN_DIRECTORY.scratch`, beside the run directory (inside it only when
+/// the run directory's path has no last name, such as `/` or `..`).
+fn default_scratch_directory(run_directory: &std::path::Path) -> PathBuf {
+    match run_directory.file_name() {
+        Some(name) => {
+            let mut name = name.to_owned();
+            name.push(".scratch");
+            run_directory.with_file_name(name)
+        }
+        None => run_directory.join("scratch"),
     }
 }

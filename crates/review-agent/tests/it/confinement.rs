@@ -129,14 +129,17 @@ async fn a_confined_runs_detached_bash_command_is_gone_when_the_run_is_stopped()
     assert_eq!(live_processes_with_argument(&detached), Vec::<u32>::new());
 }
 
-/// Issue 26 item 1: a run directory a killed run left behind is treated as
-/// written by an attacker. The agent's `Bash` plants links to the
-/// operator's file beside its home (where the bot writes `prompt.txt`,
-/// `claude-stderr.log` and `mcp-config.json`); then, as if the run had been
-/// killed and its directory were resumed, every file the bot writes there —
-/// and its `home` and `tmp` — is a link to the operator's file or directory.
-/// The resumed run writes through none of them, and the operator's file is
-/// unchanged.
+/// Issue 26 item 1: the agent cannot create anything in its run directory,
+/// where the bot writes `prompt.txt`, `claude-stderr.log` and
+/// `mcp-config.json`. Its `Bash` tries, as an attacker would, to plant links
+/// to the operator's file where those files go, to create files and
+/// directories there, and to reach it through its home; all fail (the run
+/// directory is read-only inside), while its home, in the scratch directory
+/// beside it, is writable. The scratch directory is gone after the run.
+/// Then, as if an older version had left the directory behind after a crash,
+/// every file the bot writes there is a link to the operator's file and the
+/// scratch directory a link to the operator's directory: the resumed run
+/// writes through none of them, and the operator's file is unchanged.
 #[tokio::test]
 async fn a_resumed_run_directory_with_planted_links_is_never_written_through() {
     use std::os::unix::fs::symlink;
@@ -145,16 +148,24 @@ async fn a_resumed_run_directory_with_planted_links_is_never_written_through() {
     let config = outside.path().join("review-bot.toml");
     let operator = "[sandbox]\nmode = \"bwrap\"\n";
     std::fs::write(&config, operator).unwrap();
-    let plant = format!(
-        "for name in prompt.txt claude-stderr.log mcp-config.json; do \
-         ln -sf {config} \"$HOME/../$name\" 2>/dev/null && echo \"planted $name\"; done; \
+    // The run directory, as the agent finds it: beside its scratch
+    // directory, which holds its home.
+    let attack = format!(
+        "run=\"${{HOME%.scratch/home}}\"; ls -d \"$run\" && \
+         for name in prompt.txt claude-stderr.log mcp-config.json transcript.jsonl x; do \
+           ln -sf {config} \"$run/$name\" 2>/dev/null && echo \"planted $name\"; \
+           rm \"${{run:?}}/${{name:?}}\" 2>/dev/null && echo \"removed $name\"; done; \
+         touch \"$run/new\" 2>/dev/null && echo 'created new'; \
+         mkdir \"$run/home\" 2>/dev/null && echo 'created home'; \
+         mv \"$run/mcp-config.json\" \"$run/moved\" 2>/dev/null && echo 'moved'; \
+         touch \"$HOME/mine\" && echo 'home writable'; \
          echo tried",
         config = config.display()
     );
     let Some(mut harness) = Harness::start(Script::new([
         Turn::tool(
             "Bash",
-            json!({"command": plant, "description": "Plant links beside the home"}),
+            json!({"command": attack, "description": "Write into the run directory"}),
         ),
         Turn::text("Done."),
         Turn::text("Done again."),
@@ -170,33 +181,54 @@ async fn a_resumed_run_directory_with_planted_links_is_never_written_through() {
             .with_readable(fixtures),
     );
     let run = harness.run("Try it.").with_mcp(tiny_mcp_server(&[]));
+    assert!(!run.scratch_directory.starts_with(&run.run_directory));
 
     let first = harness.claude().run(&run).await.unwrap();
     assert!(first.is_success(), "{first:?}");
     let results = harness.server.requests()[1].last_tool_results();
-    // The run directory is the agent's to write (its home and tmp live
-    // there), so the links may well be planted: what matters is that the
-    // bot never writes through them.
-    assert!(results[0].text.contains("tried"), "{results:?}");
+    let printed = results[0].text_without_reminders();
+    assert!(printed.contains("tried"), "{results:?}");
+    assert!(
+        printed.contains(&run.run_directory.display().to_string()),
+        "the agent found its run directory: {printed}"
+    );
+    assert!(printed.contains("home writable"), "{printed}");
+    for refused in ["planted", "removed", "created", "moved"] {
+        assert!(!printed.contains(refused), "the agent {refused}: {printed}");
+    }
+    let mut written: Vec<String> = std::fs::read_dir(&run.run_directory)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    written.sort();
+    assert_eq!(
+        written,
+        [
+            "claude-stderr.log",
+            "mcp-config.json",
+            "prompt.txt",
+            "transcript.jsonl"
+        ],
+        "only the bot's own files are in the run directory"
+    );
+    assert!(
+        std::fs::symlink_metadata(&run.scratch_directory).is_err(),
+        "the scratch directory is removed when the run ends"
+    );
     assert_eq!(std::fs::read_to_string(&config).unwrap(), operator);
 
-    // What a killed run's directory may hold, as an attacker would leave it.
-    let mut planted = vec![
+    // What an older version's killed run may have left, as an attacker would.
+    let planted = [
         run.run_directory.join("prompt.txt"),
         run.run_directory.join("claude-stderr.log"),
         run.run_directory.join("mcp-config.json"),
         run.transcript_path.clone(),
     ];
-    planted.dedup();
     for path in &planted {
         let _ = std::fs::remove_file(path);
         symlink(&config, path).unwrap();
     }
-    for directory in ["home", "tmp"] {
-        let path = run.run_directory.join(directory);
-        let _ = std::fs::remove_dir_all(&path);
-        symlink(outside.path(), &path).unwrap();
-    }
+    symlink(outside.path(), &run.scratch_directory).unwrap();
 
     let second = harness.claude().run(&run).await.unwrap();
     assert!(second.is_success(), "{second:?}");
@@ -206,11 +238,9 @@ async fn a_resumed_run_directory_with_planted_links_is_never_written_through() {
         1,
         "nothing was written into the operator's directory"
     );
-    for path in planted.iter().chain([
-        &run.run_directory.join("home"),
-        &run.run_directory.join("tmp"),
-    ]) {
+    for path in &planted {
         let kind = std::fs::symlink_metadata(path).unwrap().file_type();
         assert!(!kind.is_symlink(), "{} is still a link", path.display());
     }
+    assert!(std::fs::symlink_metadata(&run.scratch_directory).is_err());
 }

@@ -85,7 +85,10 @@ async fn hooks_one_run_writes_into_its_config_directory_never_run_in_the_next() 
         // PreToolUse hook would fire too.
         Turn::tool(
             "Bash",
-            json!({"command": "echo second", "description": "Look around"}),
+            json!({
+                "command": "echo second; ls -A \"$CLAUDE_CONFIG_DIR\"; cat \"$CLAUDE_CONFIG_DIR/.credentials.json\"",
+                "description": "Look around"
+            }),
         ),
         Turn::text("Reviewed."),
     ]))
@@ -126,11 +129,13 @@ async fn hooks_one_run_writes_into_its_config_directory_never_run_in_the_next() 
     );
     // The operator's directory is as it was: nothing the run wrote reached it.
     assert_eq!(files_under(login.path()), login_before);
-    // Each run had the login, in a directory of its own.
-    let config = second.run_directory.join("claude-config");
-    let credentials = std::fs::read_to_string(config.join(".credentials.json")).unwrap();
-    assert!(credentials.contains("sk-ant-oat-operator"));
-    assert!(!config.join("settings.json").exists());
+    // Each run had the login, in a directory of its own (in its scratch
+    // directory, removed when the run ended).
+    let listing = second_result.text_without_reminders();
+    assert!(listing.contains("sk-ant-oat-operator"), "{listing}");
+    assert!(!listing.contains("settings.json"), "{listing}");
+    assert!(!listing.contains("commands"), "{listing}");
+    assert!(std::fs::symlink_metadata(&second.scratch_directory).is_err());
 }
 
 #[tokio::test]

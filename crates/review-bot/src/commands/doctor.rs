@@ -176,6 +176,10 @@ async fn run_checks(
         verdict: check_secret_files(config).await,
     });
     checks.push(Check {
+        name: "sandbox: resource bounds",
+        verdict: Ok(check_resource_bounds(config)),
+    });
+    checks.push(Check {
         name: "prompts",
         verdict: check_prompts(config),
     });
@@ -290,8 +294,10 @@ async fn confined_version(config: &Config) -> Result<String, Failure> {
                 "check that TMPDIR is writable",
             )
         })?;
+    // The run directory inside the temporary one, so its scratch directory
+    // (beside it) is inside too.
     ClaudeCode::new(settings)
-        .version(directory.path())
+        .version(&directory.path().join("run"))
         .await
         .map_err(|error| {
             let fix = match &error {
@@ -353,7 +359,17 @@ async fn probe_flags(config: &Config) -> Result<String, Failure> {
                 "run review-bot from an installed path",
             )
         })?;
-    let run = ClaudeCodeRun::new("Say ok.", directory.path(), directory.path())
+    // The checkout and the run directory apart, as in a review (the run
+    // directory is read-only to the run), and its scratch directory beside
+    // the run directory, inside the temporary one.
+    let checkout = directory.path().join("checkout");
+    std::fs::create_dir_all(&checkout).map_err(|error| {
+        failure(
+            format!("cannot create {}: {error}", checkout.display()),
+            "check that TMPDIR is writable",
+        )
+    })?;
+    let run = ClaudeCodeRun::new("Say ok.", &checkout, directory.path().join("run"))
         .with_system_prompt_file(&prompt_file)
         .with_mcp(
             McpConfig::review(server)
@@ -610,25 +626,40 @@ async fn sandbox_probe(
     Ok(vec![config_verdict, write_verdict, survivor_verdict])
 }
 
+/// Which resource bounds confined runs get here: rlimits, and why not a
+/// delegated cgroup v2 ([`review_sandbox::cgroups::detect`]).
+fn check_resource_bounds(config: &Config) -> String {
+    if config.build_confinement().is_none() {
+        return "none: sandbox.mode = \"off\" (pull-request code is not confined)".to_owned();
+    }
+    review_sandbox::cgroups::detect().to_string()
+}
+
 /// Every secret file the configuration names ([`Config::secret_files`]),
-/// tried with a real confined `cat` (a directory: listed) from inside a build
-/// and an agent, each confined as a review confines it (the build with the
-/// detected toolchains, the agent with its CLI's install directory).
+/// whether it exists now or not, from inside a build and an agent, each
+/// confined as a review confines it (the build with the detected toolchains,
+/// the agent with its CLI's install directory): one that exists is tried
+/// with a real confined `cat` (a directory: listed); one that does not (the
+/// store before the first run, its `-wal`) must be neither creatable now nor
+/// visible once made, so the probe tries to create it, and the check says
+/// how it is kept out (outside what a run sees, or its directory hidden).
 async fn check_secret_files(config: &Config) -> Result<String, Failure> {
-    let fix = "report this as a bug; meanwhile keep the file outside the toolchain directories                and sandbox.readable_paths";
+    use review_sandbox::confinement::SecretVisibility;
+    let fix = "report this as a bug; meanwhile keep the file outside the toolchain directories \
+               and sandbox.readable_paths";
     let Some(build) = config.build_confinement() else {
         return Ok(
             "not checked: sandbox.mode = \"off\" (pull-request code is not confined)".to_owned(),
         );
     };
-    let secrets: Vec<PathBuf> = config
-        .secret_files()
-        .into_iter()
-        .filter(|path| path.exists())
-        .collect();
+    let secrets = config.secret_files();
     if secrets.is_empty() {
         return Ok("no secret file is configured".to_owned());
     }
+    let existed: Vec<bool> = secrets
+        .iter()
+        .map(|path| std::fs::symlink_metadata(path).is_ok())
+        .collect();
     let settings = config.claude_settings(|_| None);
     let agent = config
         .agent_confinement(&settings.executable)
@@ -643,27 +674,45 @@ async fn check_secret_files(config: &Config) -> Result<String, Failure> {
                 "check that TMPDIR is writable",
             )
         })?;
-    // Prints `read N` for each secret it could read something of.
+    // Prints `read N` for each secret it could read something of, and tries
+    // to create each missing one.
     let script = "i=0\n\
                   for secret in \"$@\"; do\n\
-                    if [ -d \"$secret\" ]; then found=$(ls -A \"$secret\" 2>/dev/null);\n\
-                    else found=$(head -c 1 \"$secret\" 2>/dev/null | od -An -c); fi\n\
-                    if [ -n \"$found\" ]; then echo \"read $i\"; fi\n\
+                    if [ -e \"$secret\" ] || [ -L \"$secret\" ]; then\n\
+                      if [ -d \"$secret\" ]; then found=$(ls -A \"$secret\" 2>/dev/null);\n\
+                      else found=$(head -c 1 \"$secret\" 2>/dev/null | od -An -c); fi\n\
+                      if [ -n \"$found\" ]; then echo \"read $i\"; fi\n\
+                    else (: > \"$secret\") 2>/dev/null; fi\n\
                     i=$((i + 1))\n\
                   done\n\
                   echo done\n";
     let mut confined_as = vec![("a build", build)];
     confined_as.extend(agent.map(|agent| ("the agent", agent)));
+    let mut visibilities: Vec<Vec<SecretVisibility>> = Vec::new();
     for (who, confinement) in confined_as {
-        let (out, err, finished) = run_probe_with_arguments(
+        let visibility: Vec<SecretVisibility> = secrets
+            .iter()
+            .map(|path| confinement.secret_visibility(path))
+            .collect();
+        refuse_exposed(who, &secrets, &visibility)?;
+        visibilities.push(visibility);
+        let probed = run_probe_with_arguments(
             &settings.containment,
             confinement.with_writable(directory.path()),
             directory.path(),
             script,
             &secrets,
         )
-        .await
-        .map_err(|error| failure(error.to_string(), fix))?;
+        .await;
+        // A missing secret the probe could create shows on the host (inside,
+        // a private /tmp would take it too, harmlessly).
+        let created: Vec<String> = secrets
+            .iter()
+            .zip(&existed)
+            .filter(|(path, existed)| !**existed && std::fs::symlink_metadata(path).is_ok())
+            .map(|(path, _)| format!("create {} (remove it)", path.display()))
+            .collect();
+        let (out, err, finished) = probed.map_err(|error| failure(error.to_string(), fix))?;
         if !out.contains("done") {
             let reason = match &finished {
                 Err(error) => error.to_string(),
@@ -674,27 +723,100 @@ async fn check_secret_files(config: &Config) -> Result<String, Failure> {
                 "fix the bubblewrap check",
             ));
         }
-        let read: Vec<String> = secrets
+        let mut reached: Vec<String> = secrets
             .iter()
             .enumerate()
             .filter(|(index, _)| out.lines().any(|line| line == format!("read {index}")))
-            .map(|(_, path)| path.display().to_string())
+            .map(|(_, path)| format!("read {}", path.display()))
             .collect();
-        if !read.is_empty() {
-            return Err(failure(
-                format!("{who} could read {}", read.join(", ")),
-                fix,
-            ));
+        reached.extend(created);
+        if !reached.is_empty() {
+            return Err(failure(format!("{who} could {}", reached.join(", ")), fix));
         }
     }
-    Ok(format!(
-        "{} not readable from a build or the agent",
-        secrets
-            .iter()
-            .map(|path| path.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+    Ok(describe_secrets(&secrets, &existed, &visibilities))
+}
+
+/// A failure when a missing secret would be visible to `who` once made.
+fn refuse_exposed(
+    who: &str,
+    secrets: &[PathBuf],
+    visibility: &[review_sandbox::SecretVisibility],
+) -> Result<(), Failure> {
+    use review_sandbox::SecretVisibility;
+    let Some((path, SecretVisibility::Exposed(shown))) = secrets
+        .iter()
+        .zip(visibility)
+        .find(|(_, visibility)| matches!(visibility, SecretVisibility::Exposed(_)))
+    else {
+        return Ok(());
+    };
+    Err(failure(
+        format!(
+            "{} does not exist now, and {who} would read it once made: it would appear in {}, \
+             which {who} is shown",
+            path.display(),
+            shown.display()
+        ),
+        "move it out of the toolchain directories and sandbox.readable_paths, or create the \
+         directory it goes in (its directory is then hidden)",
     ))
+}
+
+/// What the secret check says of each secret path: not readable (it
+/// exists), or how a missing one is kept out; paths that stand the same
+/// way said once (`a, b, c missing now, …`).
+fn describe_secrets(
+    secrets: &[PathBuf],
+    existed: &[bool],
+    visibilities: &[Vec<review_sandbox::SecretVisibility>],
+) -> String {
+    use review_sandbox::SecretVisibility;
+    let described: Vec<(String, String)> = secrets
+        .iter()
+        .enumerate()
+        .map(|(index, path)| {
+            let path_text = path.display().to_string();
+            if existed[index] {
+                return (path_text, "not readable".to_owned());
+            }
+            let how: Vec<&SecretVisibility> =
+                visibilities.iter().map(|each| &each[index]).collect();
+            let hidden: Vec<String> = how
+                .iter()
+                .filter_map(|visibility| match visibility {
+                    SecretVisibility::DirectoryMasked(directory) => {
+                        Some(directory.display().to_string())
+                    }
+                    _ => None,
+                })
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let how = if hidden.is_empty() {
+                "missing now, outside what a run sees".to_owned()
+            } else {
+                format!(
+                    "missing now, not creatable; its directory {} is hidden",
+                    hidden.join(", ")
+                )
+            };
+            (path_text, how)
+        })
+        .collect();
+    // Paths that stand the same way, said once: `a, b, c missing now, …`.
+    let mut groups: Vec<(Vec<String>, String)> = Vec::new();
+    for (path, how) in described {
+        match groups.last_mut() {
+            Some((paths, last)) if *last == how => paths.push(path),
+            _ => groups.push((vec![path], how)),
+        }
+    }
+    let groups: Vec<String> = groups
+        .into_iter()
+        .map(|(paths, how)| format!("{} {how}", paths.join(", ")))
+        .collect();
+    format!("from a build or the agent: {}", groups.join("; "))
 }
 
 /// Runs `sh -c script` confined as a build is, in `directory`; its standard

@@ -36,6 +36,11 @@ fn snapshot_filters() -> Vec<(&'static str, &'static str)> {
         (r"\([0-9.]+ \(Claude Code\)\)", "([CLAUDE VERSION])"),
         (r"/\S*bwrap runs", "[BWRAP] runs"),
         (r"schema version [0-9]+", "schema version [N]"),
+        // Which bounds apply depends on the machine's cgroups.
+        (
+            r"sandbox: resource bounds: [^\n]*",
+            "sandbox: resource bounds: [BOUNDS]",
+        ),
         (
             r"\([0-9]+ of [0-9]+ requests left this hour\)",
             "([N] of [N] requests left this hour)",
@@ -347,4 +352,82 @@ fn a_claude_path_through_an_absolute_symlink_passes_doctor_because_it_starts_con
         "{stdout}"
     );
     assert!(check_line("Claude Code flags").starts_with('✓'), "{stdout}");
+}
+
+/// Issue 26: doctor's secret check covers a secret that does not exist yet.
+/// The SQLite store is configured inside a directory confined runs are shown
+/// (`sandbox.readable_paths`) and does not exist when doctor checks it: the
+/// check says, per path, that its directory is hidden (from a build and
+/// from the agent, each probed confined), and the probe could not create
+/// it. A store directly in the shown directory, which cannot be hidden
+/// whole, fails the check with what to do.
+#[test]
+fn doctor_says_how_a_store_that_does_not_exist_yet_is_kept_from_confined_runs() {
+    let Some(claude) = review_testkit::tools::claude_for_test() else {
+        return;
+    };
+    let sim = GithubSim::start().unwrap();
+    let bot = sim.user("review-bot");
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir_all(tools.join("data")).unwrap();
+    let doctor = |store: &Path| {
+        let config = dir.path().join("review-bot.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "work_dir = \"{work}\"\n\n[agent]\nclaude_path = \"{claude}\"\n\n[sandbox]\nreadable_paths = [\"{tools}\"]\n",
+                work = dir.path().join("work").display(),
+                claude = claude.display(),
+                tools = tools.display(),
+            ),
+        )
+        .unwrap();
+        let assert = isolated(dir.path())
+            .args(["doctor"])
+            .env("REVIEW_BOT_CONFIG", &config)
+            .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
+            .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
+            .env(
+                "REVIEW_BOT_DATABASE_URL",
+                format!("sqlite://{}", store.display()),
+            )
+            .assert();
+        let stdout = text(&assert.get_output().stdout);
+        let bounds = stdout
+            .lines()
+            .find(|line| line.contains(" sandbox: resource bounds: "))
+            .unwrap_or_else(|| panic!("no resource bounds in:\n{stdout}"));
+        assert!(
+            bounds.starts_with('✓') && bounds.contains("rlimits"),
+            "{bounds}"
+        );
+        stdout
+            .lines()
+            .find(|line| line.contains(" sandbox: secret files hidden: "))
+            .unwrap_or_else(|| panic!("no secret check in:\n{stdout}"))
+            .to_owned()
+    };
+
+    let store = tools.join("data/store.sqlite3");
+    let line = doctor(&store);
+    let data = std::fs::canonicalize(tools.join("data")).unwrap();
+    assert!(line.starts_with('✓'), "{line}");
+    assert!(
+        line.contains(&format!(
+            "{store}, {store}-wal, {store}-shm, {store}-journal missing now, not creatable; \
+             its directory {} is hidden",
+            data.display(),
+            store = store.display(),
+        )),
+        "{line}"
+    );
+    assert!(line.contains("review-bot.toml not readable"), "{line}");
+
+    // Directly in the shown directory: it would be visible once made.
+    let line = doctor(&tools.join("store.sqlite3"));
+    assert!(line.starts_with('✗'), "{line}");
+    assert!(line.contains("would read it once made"), "{line}");
+    assert!(line.contains("move it out of"), "{line}");
 }

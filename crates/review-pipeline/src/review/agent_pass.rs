@@ -1,11 +1,15 @@
 //! One review pass: a Claude Code run with the layered prompt and our MCP
 //! server in pipeline mode, and the requests it left in its comments file.
 //!
-//! Each pass gets its own directory in the run directory, `NAME/`: the CLI's
-//! scratch (home, config, prompt), a copy of the snapshot, and
-//! `comments.jsonl` (what the MCP server records). It is the only part of the
-//! run directory the pass's confined processes can see, so one pass cannot
-//! touch another's files. The system prompt (`NAME-system-prompt.md`, shown
+//! Each pass gets its own directories in the run directory: `NAME/`, the
+//! bot's files (the prompt, the MCP config, the CLI's stderr log, a copy of
+//! the snapshot), shown read-only; `NAME.output/`, where the MCP server
+//! records `comments.jsonl`, shown writable; and, while the agent runs,
+//! `NAME.scratch/` (its home, temporary and configuration directories, see
+//! `review_agent::claude::scratch`), shown writable and removed after. They
+//! are the only parts of the run directory the pass's confined processes
+//! can see, so one pass cannot touch another's files, and nothing the agent
+//! plants is written through by the bot. The system prompt (`NAME-system-prompt.md`, shown
 //! read-only) and the transcript `{reviewId}-NAME.json` (seed 004's name,
 //! written by the runner outside the confinement) sit beside it. The MCP server is `review-bot mcp --snapshot …` from the
 //! same executable, with a panel socket inside the run directory where nothing
@@ -183,18 +187,8 @@ pub async fn run_pass_with(
             source,
         })?;
     write_private(&snapshot_path, &snapshot)?;
-    let comments_file = agent_directory.join("comments.jsonl");
-    // A comments file left by an earlier attempt of this pass would mix two
-    // attempts' requests.
-    match std::fs::remove_file(&comments_file) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            return Err(PassError::File {
-                path: comments_file,
-                source: error,
-            });
-        }
-        _ => {}
-    }
+    let output = output_directory(setup.run_directory, name)?;
+    let comments_file = output.join("comments.jsonl");
     let transcript = transcript_path(setup.run_directory, setup.review_id, pass);
     let server = McpServerCommand::review_bot(
         setup.mcp_binary,
@@ -204,7 +198,7 @@ pub async fn run_pass_with(
             "--comments-file".to_owned(),
             comments_file.display().to_string(),
             "--run-dir".to_owned(),
-            agent_directory.display().to_string(),
+            output.display().to_string(),
             "--panel-socket".to_owned(),
             options.panel_socket.map_or_else(
                 || agent_directory.join("no-panel.sock").display().to_string(),
@@ -228,6 +222,7 @@ pub async fn run_pass_with(
         None => message,
     };
     let run = ClaudeCodeRun::new(message, setup.worktree, &agent_directory)
+        .with_output_directory(&output)
         .with_system_prompt_file(&prompt_path)
         .with_transcript_path(&transcript)
         .with_mcp(McpConfig::review(server).with_tool_timeout(setup.mcp_tool_timeout));
@@ -253,6 +248,28 @@ pub async fn run_pass_with(
         run: agent_run,
         transcript,
     })
+}
+
+/// Makes `RUN/NAME.output` fresh and empty: the only directory of the
+/// run's the pass's confined processes can write besides their scratch
+/// directory (`RUN/NAME.scratch`, the agent runner's), where the MCP server
+/// records the comments file and a `present_review` without a panel. What an
+/// earlier attempt left there goes (it would mix two attempts' requests),
+/// links without being followed; the bot only reads what is in it, as
+/// hostile (the collector opens regular files only, without following links
+/// or blocking).
+pub fn output_directory(run_directory: &Path, name: &str) -> Result<PathBuf, PassError> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let directory = run_directory.join(format!("{name}.output"));
+    review_agent::claude::scratch::remove_entry(&directory)?;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&directory)
+        .map_err(|source| PassError::File {
+            path: directory.clone(),
+            source,
+        })?;
+    Ok(directory)
 }
 
 /// Writes `text` to `path` as a private file (0600): written under a fresh

@@ -3,9 +3,12 @@
 //! (our MCP server in pipeline mode over the pull request's snapshot, its
 //! answer enforced with the CLI's `--json-schema`).
 //!
-//! Each run gets its own directory in the run directory (`merge/`, `fix/`),
-//! like a review pass: the CLI's scratch, the snapshot copy and the comments
-//! file, and nothing else of the bot's.
+//! Each run gets its own directories in the run directory, like a review
+//! pass: `merge/` or `fix/` (the bot's files, read-only to the run: the
+//! snapshot copy, the MCP config, the prompt), `fix.output/` (the comments
+//! file the MCP server writes) and, while the agent runs, `NAME.scratch/`
+//! (its home, temporary and configuration directories); nothing else of the
+//! bot's.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +22,7 @@ use review_agent::prompts::{
 use review_core::agent_requests::{AgentRequest, ReplyRequest};
 use review_mcp::collector;
 
-use crate::review::agent_pass::{PassError, write_private};
+use crate::review::agent_pass::{PassError, output_directory, write_private};
 
 /// What both runs need.
 #[derive(Debug, Clone, Copy)]
@@ -101,16 +104,8 @@ pub async fn run_fix_pass(
     })?;
     let agent_snapshot = directory.join("snapshot.json");
     write_private(&agent_snapshot, &snapshot)?;
-    let comments_file = directory.join("comments.jsonl");
-    match std::fs::remove_file(&comments_file) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            return Err(PassError::File {
-                path: comments_file,
-                source: error,
-            });
-        }
-        _ => {}
-    }
+    let output = output_directory(setup.run_directory, "fix")?;
+    let comments_file = output.join("comments.jsonl");
     let transcript = setup.run_directory.join("fix.json");
     let server = McpServerCommand::review_bot(
         setup.mcp_binary,
@@ -120,7 +115,7 @@ pub async fn run_fix_pass(
             "--comments-file".to_owned(),
             comments_file.display().to_string(),
             "--run-dir".to_owned(),
-            directory.display().to_string(),
+            output.display().to_string(),
             "--panel-socket".to_owned(),
             directory.join("no-panel.sock").display().to_string(),
         ],
@@ -128,6 +123,7 @@ pub async fn run_fix_pass(
     );
     let message = code_fix_user_message(setup.repository, setup.number, setup.title);
     let run = ClaudeCodeRun::new(message, setup.worktree, &directory)
+        .with_output_directory(&output)
         .with_system_prompt_file(&prompt_path)
         .with_transcript_path(&transcript)
         .with_mcp(McpConfig::review(server).with_tool_timeout(setup.mcp_tool_timeout))
