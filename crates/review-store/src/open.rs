@@ -224,13 +224,40 @@ async fn open_sqlite(path: &Path, location: &DatabaseLocation) -> Result<Backend
         .synchronous(SqliteSynchronous::Full)
         .busy_timeout(SQLITE_BUSY_TIMEOUT)
         .foreign_keys(true);
-    let pool = SqlitePoolOptions::new()
-        .max_connections(SQLITE_MAX_CONNECTIONS)
-        .acquire_timeout(ACQUIRE_TIMEOUT)
-        .connect_with(options)
-        .await
-        .map_err(|error| connect_error(location, SQLITE_HINT, error))?;
-    Ok(Backend::Sqlite(pool))
+    // Turning a fresh file to WAL (`PRAGMA journal_mode = WAL`, run by the first
+    // connection) needs the file to itself, and SQLite answers "database is
+    // locked" at once there, without its busy handler: processes opening a new
+    // file together (replicas, CLI commands) retry until the busy timeout, the
+    // same bound every other write waits for. Once the file is in WAL mode, no
+    // later open takes that lock.
+    let deadline = tokio::time::Instant::now() + SQLITE_BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match SqlitePoolOptions::new()
+            .max_connections(SQLITE_MAX_CONNECTIONS)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(options.clone())
+            .await
+        {
+            Ok(pool) => return Ok(Backend::Sqlite(pool)),
+            Err(error) if is_busy(&error) && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            Err(error) => return Err(connect_error(location, SQLITE_HINT, error)),
+        }
+    }
+}
+
+/// Whether SQLite refused because another connection held the lock it needed
+/// (`SQLITE_BUSY` and its extended codes).
+fn is_busy(error: &sqlx::Error) -> bool {
+    error.as_database_error().is_some_and(|database_error| {
+        database_error
+            .code()
+            .and_then(|code| code.parse::<i32>().ok())
+            .is_some_and(|code| code & 0xff == 5)
+    })
 }
 
 async fn open_postgres(

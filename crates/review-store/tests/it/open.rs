@@ -95,7 +95,7 @@ async fn opening_again_applies_nothing_and_keeps_data(database: TestDatabase) {
 
 async fn concurrent_opens_of_a_fresh_database_all_succeed(database: TestDatabase) {
     // Replicas (or CLI commands) starting together must migrate exactly once.
-    let opens = (0..6).map(|_| Store::open(&database.url));
+    let opens = (0..16).map(|_| Store::open(&database.url));
     for result in futures::future::join_all(opens).await {
         let store = result.unwrap();
         store.health_check().await.unwrap();
