@@ -272,6 +272,7 @@ impl Parts {
                 bot_login,
                 runs_pruning: config.sandbox.runs_pruning(),
                 noise: config.operator_noise(),
+                verify: config.review.verify,
             },
         })
     }
