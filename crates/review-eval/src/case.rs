@@ -426,6 +426,48 @@ mod tests {
     }
 
     #[test]
+    fn golden_findings_without_lines_need_a_description_and_the_judge() {
+        let directory = tempfile::tempdir().unwrap();
+        let mistake = |name: &str, golden: &str| {
+            let path = write(
+                directory.path(),
+                name,
+                &format!(
+                    r#"{{"repository": "r", "base": "a", "head": "b", "golden": [{golden}]}}"#
+                ),
+            );
+            load(&path)
+                .map(|_| ())
+                .map_err(|error| chain(&error))
+                .unwrap_err()
+        };
+        let message = mistake("no-file.json", r#"{"line": 3, "description": "d"}"#);
+        assert!(message.contains("has a line but no file"), "{message}");
+        let message = mistake("nothing.json", r#"{"file": "x"}"#);
+        assert!(
+            message.contains("neither a line nor a description"),
+            "{message}"
+        );
+        let message = mistake("end-only.json", r#"{"end_line": 4, "description": "d"}"#);
+        assert!(message.contains("an end_line but no line"), "{message}");
+
+        let described = write(
+            directory.path(),
+            "described.json",
+            r#"{"name": "d", "repository": "r", "base": "a", "head": "b",
+                "golden": [{"file": "x", "line": 1}, {"description": "a leak"}]}"#,
+        );
+        let cases = load(&described).unwrap();
+        assert_eq!(cases[0].golden[1].line, None);
+        assert!(cases[0].golden[1].file.is_empty());
+        let message = require_lines(&cases).unwrap_err().to_string();
+        assert!(
+            message.contains("case d: golden finding 2 has no line") && message.contains("--judge"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn mistakes_are_named() {
         let directory = tempfile::tempdir().unwrap();
         let typo = write(

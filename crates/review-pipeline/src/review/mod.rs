@@ -1186,7 +1186,7 @@ impl Job<'_> {
                 notes,
                 reviewed_at: reviewed_at.clone(),
                 reviewer: format!("claude-code/{}", reviewer.claude.settings().model),
-                noise: noise.clone(),
+                noise,
                 threads: &threads,
                 resolved_earlier: &resolved_earlier,
             })
