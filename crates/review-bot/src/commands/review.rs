@@ -472,6 +472,12 @@ fn summary_line(summary: &ReviewSummary, wall: Duration) -> String {
             "s"
         }
     ));
+    if summary.findings_withheld > 0 {
+        parts.push(format!(
+            "{} withheld as unlikely",
+            summary.findings_withheld
+        ));
+    }
     parts.push(format!(
         "{} repl{}",
         summary.replies_posted,

@@ -1361,6 +1361,11 @@ async fn the_verification_pass_withholds_what_it_doubts_and_a_resumed_run_posts_
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stderr(&output).contains("resumed"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("1 inline comment · 2 withheld as unlikely"),
+        "the resumed run reads them from the plan: {}",
+        stderr(&output)
+    );
     assert_eq!(
         world.model.requests().len(),
         model_requests,
