@@ -445,8 +445,9 @@ pub struct ReviewConfig {
     /// The cycle (a review or a CI failure, and its fix) at which the write
     /// flow hands a pull request to a human instead of fixing.
     pub max_cycles: u32,
-    /// Run the verification pass (`review --local`, `eval`): a fresh agent
-    /// run re-examines each finding; what it refutes is withheld.
+    /// Run the verification pass (`review --local`, `eval`, GitHub reviews):
+    /// a fresh agent run re-examines each finding; what it refutes, or
+    /// confirms under `min_confidence`, is withheld.
     pub verify: bool,
     /// The least urgent severity a review shows (`clarity`: everything).
     pub min_severity: review_core::findings::Severity,
@@ -1303,6 +1304,64 @@ fn merge_environment(mut figment: Figment) -> Figment {
     figment
 }
 
+/// `config` with one key set from `SETTING=VALUE` (`eval --compare
+/// review.verify=true`): the key must be one of [`KEYS`] (not a secret, so
+/// it can be printed) and the value of its form, read as its environment
+/// variable's would be. Errors say what to give.
+pub fn with_setting(config: &Config, setting: &str) -> anyhow::Result<Config> {
+    let Some((path, raw)) = setting.split_once('=') else {
+        bail!(
+            "{setting:?} is not SETTING=VALUE; give a key and a value, such as review.verify=true"
+        );
+    };
+    let path = path.trim();
+    let Some(key) = KEYS.iter().find(|key| key.path == path) else {
+        let paths: Vec<&str> = KEYS
+            .iter()
+            .filter(|key| !key.secret)
+            .map(|key| key.path)
+            .collect();
+        bail!(
+            "`{path}` is not a configuration key; use one of: {}",
+            paths.join(", ")
+        );
+    };
+    if key.secret {
+        bail!(
+            "`{path}` is a secret and cannot be compared (it would be printed); set it in the file or the environment"
+        );
+    }
+    let value = if key.text {
+        figment::value::Value::from(raw.to_owned())
+    } else {
+        raw.parse::<figment::value::Value>()
+            .unwrap_or_else(|_| figment::value::Value::from(raw.to_owned()))
+    };
+    let mut compared: Config = Figment::from(Serialized::defaults(config))
+        .merge(Serialized::default(key.path, value))
+        .extract()
+        .map_err(|error| {
+            anyhow::anyhow!(
+                "`{path}` = {raw:?}: {}; expected {}",
+                error.kind,
+                key.expected
+            )
+        })?;
+    // Secrets serialise as "set": take them back from the original.
+    compared.github.token.clone_from(&config.github.token);
+    compared
+        .github
+        .app_private_key
+        .clone_from(&config.github.app_private_key);
+    compared
+        .store
+        .database_url
+        .clone_from(&config.store.database_url);
+    compared.source_file.clone_from(&config.source_file);
+    compared.check_sandbox(|name| std::env::var(name).ok())?;
+    Ok(compared)
+}
+
 /// Every `[repositories."NAME"]` is `OWNER/REPO` (once, whatever the case),
 /// and its build commands can be given to a shell.
 fn check_repositories(
@@ -1640,6 +1699,51 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("expected a whole number"), "{message}");
+    }
+
+    #[test]
+    fn a_compared_setting_changes_one_key_and_refuses_mistakes() {
+        let config = Config {
+            github: GithubConfig {
+                token: Some(SecretString::from("ghp_kept".to_owned())),
+                ..GithubConfig::default()
+            },
+            ..Config::default()
+        };
+        let compared = with_setting(&config, "review.verify=true").unwrap();
+        assert!(compared.review.verify && !config.review.verify);
+        let mut expected = serialised(&config);
+        expected["review"]["verify"] = toml::Value::Boolean(true);
+        assert_eq!(serialised(&compared), expected);
+        assert_eq!(
+            secrecy::ExposeSecret::expose_secret(compared.github.token.as_ref().unwrap()),
+            "ghp_kept"
+        );
+        let compared = with_setting(&config, "agent.model=7").unwrap();
+        assert_eq!(compared.agent.model, "7", "a text key takes the text");
+        let error = with_setting(&config, "review.verfy=true")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("`review.verfy` is not a configuration key"),
+            "{error}"
+        );
+        assert!(error.contains("review.verify"), "{error}");
+        let error = with_setting(&config, "review.min_confidence=lots")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("expected a whole number from 0 to 100"),
+            "{error}"
+        );
+        let error = with_setting(&config, "review.verify")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("SETTING=VALUE"), "{error}");
+        let error = with_setting(&config, "github.token=x")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("secret"), "{error}");
     }
 
     fn load_text(text: &str) -> anyhow::Result<Loaded> {

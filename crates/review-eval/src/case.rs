@@ -21,7 +21,11 @@
 //! `repository` is a git repository (a directory) or a git bundle, relative
 //! to the case file's directory; `base` and `head` are revisions in it.
 //! `golden` may also be spelt `golden_findings`; `end_line` defaults to
-//! `line`, `side` to `RIGHT`; `name` defaults to the file's name. `CASES`
+//! `line`, `side` to `RIGHT`; `name` defaults to the file's name. A golden
+//! finding may have no `line` (and then no `file` either: any file), as in
+//! case sets whose golden findings are descriptions only: such a finding is
+//! matched by the judge alone (`eval --judge`, [`crate::judge`]); without
+//! `--judge` it is an error ([`require_lines`]). `CASES`
 //! (what `review-bot eval` reads) is one `.json` file holding a case or an
 //! array of cases, or a directory whose `*.json` files each hold one case or
 //! an array (read in name order). Unknown keys are errors, so a misspelt
@@ -39,10 +43,14 @@ pub const MAX_CASE_FILE_BYTES: u64 = 64 << 20;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GoldenFinding {
-    /// Path from the repository root.
+    /// Path from the repository root; empty (absent) only without a line:
+    /// a finding on any file may match it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub file: String,
-    /// The first line (1-based, numbered on `side`).
-    pub line: u32,
+    /// The first line (1-based, numbered on `side`); `None`: a description
+    /// only, matched by the judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
     /// The last line; `line` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_line: Option<u32>,
@@ -60,9 +68,10 @@ impl GoldenFinding {
         self.side.unwrap_or_default()
     }
 
-    /// The last line of the range.
-    pub fn last_line(&self) -> u32 {
-        self.end_line.unwrap_or(self.line).max(self.line)
+    /// The last line of the range (`None` without a line).
+    pub fn last_line(&self) -> Option<u32> {
+        self.line
+            .map(|line| self.end_line.unwrap_or(line).max(line))
     }
 }
 
@@ -109,6 +118,18 @@ pub enum CaseError {
         path: PathBuf,
         /// What is wrong with it and what to give instead.
         problem: String,
+    },
+    /// A golden finding has no line and `--judge` was not given.
+    #[error(
+        "case {case}: golden finding {number} has no line, so only the judge can match it; \
+         run with --judge (an agent compares findings with the golden descriptions, at a cost \
+         reported apart), or give it a file and a line"
+    )]
+    NeedsJudge {
+        /// The case's name.
+        case: String,
+        /// The golden finding's number, from 1.
+        number: usize,
     },
     /// A file is not valid case JSON.
     #[error("`{}` is not a case file (a case is a JSON object with repository, base, head and golden; see the README's `review-bot eval` section)", path.display())]
@@ -303,22 +324,56 @@ pub fn check(case: &Case) -> Result<(), String> {
     }
     for (index, golden) in case.golden.iter().enumerate() {
         let number = index + 1;
+        let Some(line) = golden.line else {
+            if golden.end_line.is_some() {
+                return Err(format!(
+                    "golden finding {number} has an end_line but no line; give both, or neither \
+                     (a description only, for --judge)"
+                ));
+            }
+            if golden.description.trim().is_empty() {
+                return Err(format!(
+                    "golden finding {number} has neither a line nor a description; give a file \
+                     and line, or a description for --judge"
+                ));
+            }
+            continue;
+        };
         if golden.file.trim().is_empty() {
-            return Err(format!("golden finding {number} has no file"));
+            return Err(format!(
+                "golden finding {number} has a line but no file; give the file it is in"
+            ));
         }
-        if golden.line == 0 {
+        if line == 0 {
             return Err(format!(
                 "golden finding {number} ({}) has line 0; lines start at 1",
                 golden.file
             ));
         }
-        if golden.end_line.is_some_and(|end| end < golden.line) {
+        if golden.end_line.is_some_and(|end| end < line) {
             return Err(format!(
-                "golden finding {number} ({}) ends (end_line {}) before it starts (line {})",
+                "golden finding {number} ({}) ends (end_line {}) before it starts (line {line})",
                 golden.file,
                 golden.end_line.unwrap_or_default(),
-                golden.line
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Without `--judge`, every golden finding needs a line: the first case
+/// with one that has none is an error that says to use `--judge`.
+///
+/// # Errors
+///
+/// [`CaseError::NeedsJudge`] naming the case and the golden finding.
+pub fn require_lines(cases: &[Case]) -> Result<(), CaseError> {
+    for case in cases {
+        if let Some(index) = case.golden.iter().position(|golden| golden.line.is_none()) {
+            return Err(CaseError::NeedsJudge {
+                case: case.name.clone(),
+                number: index + 1,
+            });
         }
     }
     Ok(())
@@ -356,7 +411,7 @@ mod tests {
         assert_eq!(cases[0].repository, PathBuf::from("/abs"));
         assert_eq!(cases[2].repository, directory.path().join("repo.bundle"));
         assert_eq!(cases[2].golden[0].side(), Side::Right);
-        assert_eq!(cases[2].golden[0].last_line(), 3);
+        assert_eq!(cases[2].golden[0].last_line(), Some(3));
     }
 
     /// The error and its sources, as the binary prints them (`{:#}`).
@@ -368,6 +423,48 @@ mod tests {
             source = cause.source();
         }
         parts.join(": ")
+    }
+
+    #[test]
+    fn golden_findings_without_lines_need_a_description_and_the_judge() {
+        let directory = tempfile::tempdir().unwrap();
+        let mistake = |name: &str, golden: &str| {
+            let path = write(
+                directory.path(),
+                name,
+                &format!(
+                    r#"{{"repository": "r", "base": "a", "head": "b", "golden": [{golden}]}}"#
+                ),
+            );
+            load(&path)
+                .map(|_| ())
+                .map_err(|error| chain(&error))
+                .unwrap_err()
+        };
+        let message = mistake("no-file.json", r#"{"line": 3, "description": "d"}"#);
+        assert!(message.contains("has a line but no file"), "{message}");
+        let message = mistake("nothing.json", r#"{"file": "x"}"#);
+        assert!(
+            message.contains("neither a line nor a description"),
+            "{message}"
+        );
+        let message = mistake("end-only.json", r#"{"end_line": 4, "description": "d"}"#);
+        assert!(message.contains("an end_line but no line"), "{message}");
+
+        let described = write(
+            directory.path(),
+            "described.json",
+            r#"{"name": "d", "repository": "r", "base": "a", "head": "b",
+                "golden": [{"file": "x", "line": 1}, {"description": "a leak"}]}"#,
+        );
+        let cases = load(&described).unwrap();
+        assert_eq!(cases[0].golden[1].line, None);
+        assert!(cases[0].golden[1].file.is_empty());
+        let message = require_lines(&cases).unwrap_err().to_string();
+        assert!(
+            message.contains("case d: golden finding 2 has no line") && message.contains("--judge"),
+            "{message}"
+        );
     }
 
     #[test]

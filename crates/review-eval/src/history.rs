@@ -613,7 +613,7 @@ async fn golden_findings(
             };
             GoldenFinding {
                 file: path.to_owned(),
-                line,
+                line: Some(line),
                 end_line: (end_line > line).then_some(end_line),
                 side: (side == Side::Left).then_some(side),
                 description: description.to_owned(),

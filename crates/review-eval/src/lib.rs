@@ -11,10 +11,13 @@
 //! - [`run`]: one case through review-pipeline's local flow, in a scratch
 //!   clone of the case's repository.
 //! - [`history`]: cases from a repository's fix commits (`--from-history`).
+//! - [`judge`]: the agent matching findings to golden findings that have no
+//!   line (`--judge`).
 
 pub mod case;
 pub mod git;
 pub mod history;
+pub mod judge;
 pub mod report;
 pub mod run;
 pub mod score;

@@ -5,7 +5,7 @@
 //! {"cases": [{"name", "matched": [{"golden", "finding"}], "missed": [golden…],
 //!             "extra": [finding…]}],
 //!  "totals": {"golden", "findings", "matched", "precision", "recall", "f1",
-//!             "cost_usd", "agent_seconds", "turns"}}
+//!             "cost_usd", "agent_seconds", "turns", "judge_cost_usd"}}
 //! ```
 //!
 //! A failed case's golden findings are all in `missed` (its reason goes to
@@ -35,6 +35,12 @@ pub struct Totals {
     pub turns: u64,
     /// The cases' wall time, summed.
     pub wall: Duration,
+    /// Pairs the judge decided (0 without `--judge`).
+    pub judge_pairs: usize,
+    /// What the judge cost, in US dollars (apart from `cost_usd`).
+    pub judge_cost_usd: f64,
+    /// The judge's time.
+    pub judge_time: Duration,
 }
 
 impl Totals {
@@ -50,13 +56,18 @@ impl Totals {
             totals.agent += result.agent;
             totals.turns += u64::from(result.turns);
             totals.wall += result.wall;
+            totals.judge_pairs += result.judge_pairs;
+            totals.judge_cost_usd += result.judge_cost_usd;
+            totals.judge_time += result.judge_time;
         }
         totals
     }
 
-    /// The wall time that was not the agent's.
+    /// The wall time that was neither the agent's nor the judge's.
     pub fn overhead(&self) -> Duration {
-        self.wall.saturating_sub(self.agent)
+        self.wall
+            .saturating_sub(self.agent)
+            .saturating_sub(self.judge_time)
     }
 
     /// The `totals` object of the JSON document.
@@ -71,6 +82,7 @@ impl Totals {
             "cost_usd": self.cost_usd,
             "agent_seconds": self.agent.as_secs_f64(),
             "turns": self.turns,
+            "judge_cost_usd": self.judge_cost_usd,
         })
     }
 }
@@ -122,15 +134,15 @@ fn golden_place(golden: &GoldenFinding) -> String {
     } else {
         ""
     };
-    if golden.last_line() == golden.line {
-        format!("{}:{}{side}", golden.file, golden.line)
+    let file = if golden.file.is_empty() {
+        "(any file)"
     } else {
-        format!(
-            "{}:{}-{}{side}",
-            golden.file,
-            golden.line,
-            golden.last_line()
-        )
+        golden.file.as_str()
+    };
+    match (golden.line, golden.last_line()) {
+        (None, _) | (_, None) => format!("{file} (judged)"),
+        (Some(line), Some(last)) if line == last => format!("{file}:{line}{side}"),
+        (Some(line), Some(last)) => format!("{file}:{line}-{last}{side}"),
     }
 }
 
@@ -255,5 +267,122 @@ pub fn totals_line(totals: &Totals, cases: usize, window: u32) -> String {
         totals.turns,
         if totals.turns == 1 { "" } else { "s" },
         totals.overhead().as_secs_f64(),
+    ) + &judge_line(totals)
+}
+
+/// The judge's share, when it ran: its own line.
+fn judge_line(totals: &Totals) -> String {
+    if totals.judge_pairs == 0 && totals.judge_cost_usd == 0.0 {
+        return String::new();
+    }
+    format!(
+        "\njudge: {} pair{} decided · ${:.4}, {:.1} s (not in the agent's figures)",
+        totals.judge_pairs,
+        if totals.judge_pairs == 1 { "" } else { "s" },
+        totals.judge_cost_usd,
+        totals.judge_time.as_secs_f64(),
     )
+}
+
+/// `eval --compare`'s `--json` document: both runs' documents and the setting.
+pub fn comparison_json(baseline: &[CaseResult], compared: &[CaseResult], setting: &str) -> Value {
+    json!({
+        "baseline": json_document(baseline),
+        "compared": json_document(compared),
+        "setting": setting,
+    })
+}
+
+/// The rows of one side-by-side block: name, baseline's value, compared's.
+fn comparison_rows(baseline: &Totals, compared: &Totals) -> Vec<(&'static str, String, String)> {
+    let row = |name: &'static str, value: &dyn Fn(&Totals) -> String| {
+        (name, value(baseline), value(compared))
+    };
+    let mut rows = vec![
+        row("precision", &|totals| {
+            format!("{:.3}", totals.counts.precision())
+        }),
+        row("recall", &|totals| format!("{:.3}", totals.counts.recall())),
+        row("F1", &|totals| format!("{:.3}", totals.counts.f1())),
+        row("findings", &|totals| totals.counts.findings.to_string()),
+        row("matched", &|totals| {
+            format!("{} of {}", totals.counts.matched, totals.counts.golden)
+        }),
+        row("cost (USD)", &|totals| format!("{:.4}", totals.cost_usd)),
+        row("agent seconds", &|totals| {
+            format!("{:.1}", totals.agent.as_secs_f64())
+        }),
+        row("turns", &|totals| totals.turns.to_string()),
+    ];
+    if baseline.judge_pairs + compared.judge_pairs > 0 {
+        rows.push(row("judge (USD)", &|totals| {
+            format!("{:.4}", totals.judge_cost_usd)
+        }));
+    }
+    rows
+}
+
+/// `eval --compare`'s text report: per case and for the totals, each
+/// figure as configured (`baseline`) and with the setting (`compared`), side
+/// by side. The two runs hold the same cases in the same order.
+pub fn comparison_text(
+    baseline: &[CaseResult],
+    compared: &[CaseResult],
+    setting: &str,
+    window: u32,
+) -> String {
+    let width = setting.chars().count().max("as configured".len());
+    let mut text = String::new();
+    let block = |title: String, left: &Totals, right: &Totals, text: &mut String| {
+        let _ = writeln!(
+            text,
+            "{title}\n  {:<14} {:>width$}  {:>width$}",
+            "", "as configured", setting
+        );
+        for (name, left, right) in comparison_rows(left, right) {
+            let _ = writeln!(text, "  {name:<14} {left:>width$}  {right:>width$}");
+        }
+    };
+    for (left, right) in baseline.iter().zip(compared) {
+        let failed: Vec<String> = [("as configured", left), (setting, right)]
+            .iter()
+            .filter_map(|(side, result)| {
+                result
+                    .error
+                    .as_deref()
+                    .map(|error| format!("{side}: FAILED: {}", one_line(error, 200)))
+            })
+            .collect();
+        let title = if failed.is_empty() {
+            left.name.clone()
+        } else {
+            format!("{} ({})", left.name, failed.join("; "))
+        };
+        block(
+            title,
+            &Totals::of(std::slice::from_ref(left)),
+            &Totals::of(std::slice::from_ref(right)),
+            &mut text,
+        );
+    }
+    let (left, right) = (Totals::of(baseline), Totals::of(compared));
+    block(
+        format!(
+            "\ntotals: {} case{} (window {window}){}",
+            baseline.len(),
+            if baseline.len() == 1 { "" } else { "s" },
+            if left.failed + right.failed == 0 {
+                String::new()
+            } else {
+                format!(
+                    "; failed: {} as configured, {} with {setting}",
+                    left.failed, right.failed
+                )
+            }
+        ),
+        &left,
+        &right,
+        &mut text,
+    );
+    text
 }

@@ -12,9 +12,13 @@
 //! after; the flow's job directory (transcripts, build logs, `review.md`)
 //! stays under `WORK/local/`.
 //!
+//! With the judge (`RunSettings::judge`), the findings are then matched to
+//! the golden findings without a line by [`crate::judge`], its cost kept
+//! apart.
+//!
 //! A case that fails — a missing repository or ref, a failed build, a
-//! failed agent run — is reported failed with the reason, and its golden
-//! findings count as missed.
+//! failed agent run, a failed judge — is reported failed with the reason,
+//! and its golden findings count as missed.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -37,6 +41,8 @@ pub struct RunSettings {
     pub git: Git,
     /// The matching window, in lines.
     pub window: u32,
+    /// `--judge`: golden findings without a line are matched by the judge.
+    pub judge: bool,
 }
 
 /// What came of one case.
@@ -62,6 +68,12 @@ pub struct CaseResult {
     pub turns: u32,
     /// The case's wall time: clone, gate, passes, scoring, clean-up.
     pub wall: Duration,
+    /// Pairs the judge decided (0 without `--judge`).
+    pub judge_pairs: usize,
+    /// What the judge cost, in US dollars.
+    pub judge_cost_usd: f64,
+    /// The judge's time, as the agent reports it.
+    pub judge_time: Duration,
     /// The flow's job directory, when it got that far.
     pub job_directory: Option<PathBuf>,
 }
@@ -80,13 +92,19 @@ impl CaseResult {
             agent: Duration::ZERO,
             turns: 0,
             wall,
+            judge_pairs: 0,
+            judge_cost_usd: 0.0,
+            judge_time: Duration::ZERO,
             job_directory: None,
         }
     }
 
-    /// The time that was not the agent's: eval's and the flow's own overhead.
+    /// The time that was neither the agent's nor the judge's: eval's and the
+    /// flow's own overhead.
     pub fn overhead(&self) -> Duration {
-        self.wall.saturating_sub(self.agent)
+        self.wall
+            .saturating_sub(self.agent)
+            .saturating_sub(self.judge_time)
     }
 }
 
@@ -194,11 +212,7 @@ pub async fn run_case(
                         }
                         LocalOutcome::Reviewed { findings, .. } => {
                             result.findings = findings_of(findings);
-                            result.matching = score::match_findings(
-                                &case.golden,
-                                &result.findings,
-                                settings.window,
-                            );
+                            judge_and_score(reviewer, settings, case, &mut result, progress).await;
                         }
                     }
                     result
@@ -222,6 +236,48 @@ pub async fn run_case(
         ),
     });
     result
+}
+
+/// Matches the findings of `result` to the golden findings, asking the
+/// judge about those without a line first when `--judge` is on. A judge
+/// that fails fails the case (its golden findings count as missed).
+async fn judge_and_score(
+    reviewer: &LocalReviewer,
+    settings: &RunSettings,
+    case: &Case,
+    result: &mut CaseResult,
+    progress: &Progress,
+) {
+    let mut edges = Vec::new();
+    if settings.judge && !crate::judge::pairs(&case.golden, &result.findings).is_empty() {
+        let step = progress.step("judge");
+        let claude = review_agent::claude::ClaudeCode::new(reviewer.claude.clone());
+        let directory = settings.scratch_dir.join("judge").join(&case.name);
+        match crate::judge::judge(&claude, &directory, &case.golden, &result.findings).await {
+            Ok(judgement) => {
+                step.done(format!(
+                    "{} of {} pairs match, ${:.4}",
+                    judgement.edges.len(),
+                    judgement.pairs,
+                    judgement.cost_usd
+                ));
+                result.judge_pairs = judgement.pairs;
+                result.judge_cost_usd = judgement.cost_usd;
+                result.judge_time = judgement.duration;
+                edges = judgement.edges;
+            }
+            Err(error) => {
+                step.failed(error.to_string());
+                result.error = Some(error.to_string());
+                result.findings.clear();
+            }
+        }
+        if let Err(error) = remove_directory(directory.clone()).await {
+            tracing::warn!(%error, directory = %directory.display(), "could not remove the judge's directory");
+        }
+    }
+    result.matching =
+        score::match_findings_judged(&case.golden, &result.findings, settings.window, &edges);
 }
 
 /// Makes the scratch clone with `head` checked out; the base's SHA, or why not.

@@ -9,6 +9,11 @@
 //! leave a second one, which only that finding reaches, missed. Among equally
 //! large matchings the closer finding is tried first, so pairs read naturally.
 //!
+//! A golden finding without a line is reached only through the judge
+//! (`eval --judge`): [`match_findings_judged`] takes the pairs the judge said
+//! match as that golden finding's candidates, and the same maximum matching
+//! keeps every pair one-to-one.
+//!
 //! Precision = matched / findings, recall = matched / golden (0 when the
 //! denominator is 0), F1 their harmonic mean (0 when both are 0).
 
@@ -54,7 +59,7 @@ pub fn distance(golden: &GoldenFinding, finding: &Finding) -> Option<u32> {
     if golden.file != finding.file || golden.side() != finding.side {
         return None;
     }
-    let (golden_first, golden_last) = (golden.line, golden.last_line());
+    let (golden_first, golden_last) = (golden.line?, golden.last_line()?);
     let (first, last) = (finding.first_line(), finding.line);
     Some(if last < golden_first {
         golden_first - last
@@ -82,10 +87,36 @@ pub struct Matching {
 /// The maximum one-to-one matching of `findings` to `golden` (see the module
 /// documentation).
 pub fn match_findings(golden: &[GoldenFinding], findings: &[Finding], window: u32) -> Matching {
+    match_findings_judged(golden, findings, window, &[])
+}
+
+/// [`match_findings`] with the judge's edges: `(golden index, finding
+/// index)` pairs the judge said match, the only candidates of a golden
+/// finding without a line (edges to a golden finding with a line are
+/// ignored: the window decides those).
+pub fn match_findings_judged(
+    golden: &[GoldenFinding],
+    findings: &[Finding],
+    window: u32,
+    judged: &[(usize, usize)],
+) -> Matching {
     // Each golden finding's candidates, closest first.
     let candidates: Vec<Vec<usize>> = golden
         .iter()
-        .map(|golden| {
+        .enumerate()
+        .map(|(golden_index, golden)| {
+            if golden.line.is_none() {
+                let mut edges: Vec<usize> = judged
+                    .iter()
+                    .filter(|(judged_golden, finding)| {
+                        *judged_golden == golden_index && *finding < findings.len()
+                    })
+                    .map(|(_, finding)| *finding)
+                    .collect();
+                edges.sort_unstable();
+                edges.dedup();
+                return edges;
+            }
             let mut reachable: Vec<(u32, usize)> = findings
                 .iter()
                 .enumerate()
@@ -236,7 +267,7 @@ mod tests {
     fn golden(file: &str, line: u32, end_line: Option<u32>) -> GoldenFinding {
         GoldenFinding {
             file: file.to_owned(),
-            line,
+            line: Some(line),
             end_line,
             side: None,
             description: String::new(),
@@ -366,6 +397,40 @@ mod tests {
         assert!(counts.precision() == 0.0 && counts.recall() == 0.0 && counts.f1() == 0.0);
         let nothing = Counts::default();
         assert!(nothing.f1() == 0.0);
+    }
+
+    #[test]
+    fn golden_findings_without_a_line_match_only_through_the_judge_one_to_one() {
+        let described = |description: &str| GoldenFinding {
+            file: String::new(),
+            line: None,
+            end_line: None,
+            side: None,
+            description: description.to_owned(),
+        };
+        // Golden 0 has a line; 1 and 2 are descriptions. The judge says
+        // finding 0 matches both descriptions and finding 1 matches golden 1;
+        // an edge to golden 0 (which has a line) is ignored, and so is an
+        // edge to a finding that does not exist.
+        let goldens = [
+            golden("a.rs", 40, None),
+            described("leak"),
+            described("race"),
+        ];
+        let findings = [finding("a.rs", 10), finding("b.rs", 3)];
+        assert!(distance(&goldens[1], &findings[0]).is_none());
+        let unjudged = match_findings(&goldens, &findings, 3);
+        assert!(unjudged.matched.is_empty());
+        let judged = match_findings_judged(
+            &goldens,
+            &findings,
+            3,
+            &[(1, 0), (2, 0), (1, 1), (0, 0), (2, 9)],
+        );
+        // One-to-one: golden 1 gets finding 1 so golden 2 can have finding 0.
+        assert_eq!(judged.matched, [(1, 1), (2, 0)]);
+        assert_eq!(judged.missed, [0]);
+        assert!(judged.extra.is_empty());
     }
 
     #[test]

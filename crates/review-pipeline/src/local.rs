@@ -121,6 +121,9 @@ pub struct LocalSettings {
     /// `review.verify`: run the verification pass on the passes' findings
     /// and withhold what it refutes ([`crate::review::verify`]).
     pub verify: bool,
+    /// `review.min_confidence`: a finding the verifier confirms with less
+    /// confidence than this is withheld too.
+    pub min_confidence: u8,
 }
 
 /// Everything the local flow talks to.
@@ -831,7 +834,7 @@ impl LocalReviewer {
                 &snapshot.diff,
                 BASE_BRANCH,
                 &comments,
-                0,
+                self.settings.min_confidence,
             )
             .await
             {

@@ -10,6 +10,14 @@
 //! to standard output. Exit codes: 0 when every case ran, 1 when a case
 //! failed (it is reported, its golden findings counted as missed), 2 on bad
 //! usage or configuration.
+//!
+//! `--judge` lets golden findings without a line be matched by the agent
+//! (review-eval's `judge`), its cost reported apart.
+//!
+//! `--compare SETTING=VALUE` runs the case set twice, as configured and with
+//! the setting (`config::with_setting`: a known key, a value of its form),
+//! one run after the other on the same cases, and prints both side by side
+//! (`report::comparison_text`, or `{"baseline", "compared", "setting"}`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -92,40 +100,45 @@ pub struct EvalArgs {
     #[arg(long, value_name = "DIR", requires = "from_history")]
     pub save: Option<PathBuf>,
 
-    /// Match findings to golden descriptions with the agent (for golden
-    /// findings without lines). Not available yet.
+    /// Match findings to golden findings that have no line (descriptions
+    /// only) with the agent: one short verdict per (finding, golden) pair on
+    /// the same file, batched per case; its cost is reported apart
+    /// (`judge_cost_usd`). Without it, such golden findings are an error.
     #[arg(long)]
     pub judge: bool,
 
     /// Run every case twice, as configured and with SETTING=VALUE (such as
-    /// review.verify=true), and print both side by side. Not available yet.
+    /// review.verify=true), and print both side by side; with --json:
+    /// `{"baseline": {…}, "compared": {…}, "setting": "SETTING=VALUE"}`.
     #[arg(long, value_name = "SETTING=VALUE")]
     pub compare: Option<String>,
 }
 
 /// Runs `eval`.
 pub fn run(args: &EvalArgs, config_file: Option<&Path>) -> anyhow::Result<ExitCode> {
-    if args.judge {
-        anyhow::bail!(
-            "--judge is not available yet: golden findings must have a file and a line; \
-             run without --judge"
-        );
-    }
-    if args.compare.is_some() {
-        anyhow::bail!(
-            "--compare is not available yet: run `review-bot eval` once per setting \
-             (REVIEW_BOT_<TABLE>_<KEY>=VALUE) and compare the totals"
-        );
-    }
     // A case set that cannot be read is said before anything else is
     // checked (the model credential, the work directory).
     if let Some(path) = &args.cases {
-        review_eval::case::load(path)?;
+        let cases = review_eval::case::load(path)?;
+        if !args.judge {
+            review_eval::case::require_lines(&cases)?;
+        }
     }
     let loaded = config::load(config_file)?;
-    let mut reviewer = super::review_local::local_reviewer(&loaded.config)?;
-    // Every case would replace the panel's review: each goes to its job's review.md.
-    reviewer.settings.panel_socket = None;
+    let compared_config = args
+        .compare
+        .as_deref()
+        .map(|setting| {
+            config::with_setting(&loaded.config, setting)
+                .with_context(|| format!("--compare {setting}"))
+        })
+        .transpose()?;
+    let reviewer = eval_reviewer(&loaded.config)?;
+    let compared_reviewer = compared_config
+        .as_ref()
+        .map(eval_reviewer)
+        .transpose()?
+        .map(Arc::new);
     let run_directory = reviewer
         .settings
         .work_dir
@@ -142,38 +155,74 @@ pub fn run(args: &EvalArgs, config_file: Option<&Path>) -> anyhow::Result<ExitCo
         timeout: reviewer.settings.git_timeout,
         containment: reviewer.settings.containment.clone(),
     };
-    let settings = Arc::new(RunSettings {
-        scratch_dir: run_directory.join("cases"),
-        git: git.clone(),
-        window: args.window,
-    });
+    let settings = |directory: &str| {
+        Arc::new(RunSettings {
+            scratch_dir: run_directory.join(directory),
+            git: git.clone(),
+            window: args.window,
+            judge: args.judge,
+        })
+    };
+    let baseline_settings = settings("cases");
+    let compared_settings = settings("cases-compared");
     let reviewer = Arc::new(reviewer);
     let jobs = usize::from(args.jobs);
     let window = args.window;
     let json = args.json;
     let started = Instant::now();
-    let outcome = super::block_on(async move {
+    let (baseline, compared) = super::block_on(async move {
         let cases = load_cases(args, &git, &run_directory).await?;
         eprintln!(
-            "eval: {} case{}, {jobs} at a time, window {window}",
+            "eval: {} case{}, {jobs} at a time, window {window}{}",
             cases.len(),
-            if cases.len() == 1 { "" } else { "s" }
+            if cases.len() == 1 { "" } else { "s" },
+            args.compare
+                .as_deref()
+                .map(|setting| format!("; as configured, then with {setting}"))
+                .unwrap_or_default()
         );
-        let results = run::run_cases(
+        let baseline = run::run_cases(
             reviewer,
-            settings,
-            cases,
+            baseline_settings,
+            cases.clone(),
             jobs,
             Arc::new(|name: &str| case_progress(name)),
         )
         .await;
+        let compared = match (compared_reviewer, args.compare.clone()) {
+            (Some(compared_reviewer), Some(setting)) => Some(
+                run::run_cases(
+                    compared_reviewer,
+                    compared_settings,
+                    cases,
+                    jobs,
+                    Arc::new(move |name: &str| case_progress(&format!("{name} [{setting}]"))),
+                )
+                .await,
+            ),
+            _ => None,
+        };
         if let Err(error) = std::fs::remove_dir_all(&run_directory) {
             tracing::warn!(%error, directory = %run_directory.display(), "could not remove eval's scratch directory");
         }
-        anyhow::Ok(results)
+        anyhow::Ok((baseline, compared))
     })??;
     let wall = started.elapsed();
-    Ok(print(&outcome, json, window, wall))
+    Ok(match (&compared, &args.compare) {
+        (Some(compared), Some(setting)) => {
+            print_comparison(&baseline, compared, setting, json, window, wall)
+        }
+        _ => print(&baseline, json, window, wall),
+    })
+}
+
+/// The local flow's reviewer for a configuration, without the review panel
+/// (every case would replace the panel's review: each goes to its job's
+/// `review.md`).
+fn eval_reviewer(config: &config::Config) -> anyhow::Result<review_pipeline::local::LocalReviewer> {
+    let mut reviewer = super::review_local::local_reviewer(config)?;
+    reviewer.settings.panel_socket = None;
+    Ok(reviewer)
 }
 
 /// The cases: loaded from CASES, or built from history (and saved).
@@ -264,18 +313,72 @@ fn case_progress(name: &str) -> Progress {
     })
 }
 
-/// Prints the report; the exit code.
-fn print(results: &[CaseResult], json: bool, window: u32, wall: Duration) -> ExitCode {
+/// Prints `--compare`'s report; the exit code (1 when a case failed in
+/// either run).
+fn print_comparison(
+    baseline: &[CaseResult],
+    compared: &[CaseResult],
+    setting: &str,
+    json: bool,
+    window: u32,
+    wall: Duration,
+) -> ExitCode {
+    report_failures(baseline, Some("as configured"));
+    report_failures(compared, Some(setting));
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report::comparison_json(baseline, compared, setting))
+                .unwrap_or_else(|_| "{}".to_owned())
+        );
+    } else {
+        print!(
+            "{}",
+            report::comparison_text(baseline, compared, setting, window)
+        );
+    }
+    let totals = [report::Totals::of(baseline), report::Totals::of(compared)];
+    overhead_line(&totals, baseline.len() + compared.len(), "case run", wall);
+    if totals.iter().any(|totals| totals.failed > 0) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Each failed case on standard error (`run`: which of `--compare`'s runs).
+fn report_failures(results: &[CaseResult], run: Option<&str>) {
     for result in results {
         if let Some(error) = &result.error {
             eprintln!(
-                "error: case {} failed: {error} ({} golden finding{} counted as missed)",
+                "error: case {} failed{}: {error} ({} golden finding{} counted as missed)",
                 result.name,
+                run.map(|run| format!(" ({run})")).unwrap_or_default(),
                 result.golden.len(),
                 if result.golden.len() == 1 { "" } else { "s" }
             );
         }
     }
+}
+
+/// Eval's own overhead beside the agent's time, on standard error.
+fn overhead_line(totals: &[report::Totals], cases: usize, noun: &str, wall: Duration) {
+    let agent: Duration = totals.iter().map(|totals| totals.agent).sum();
+    let overhead: Duration = totals.iter().map(report::Totals::overhead).sum();
+    #[allow(clippy::cast_precision_loss)] // A count of cases.
+    let per_case = overhead.as_secs_f64() / cases.max(1) as f64;
+    eprintln!(
+        "eval: wall {:.1} s for {cases} {noun}{}; the agent {:.1} s; eval and the flow's own overhead {:.1} s ({per_case:.2} s per case)",
+        wall.as_secs_f64(),
+        if cases == 1 { "" } else { "s" },
+        agent.as_secs_f64(),
+        overhead.as_secs_f64(),
+    );
+}
+
+/// Prints the report; the exit code.
+fn print(results: &[CaseResult], json: bool, window: u32, wall: Duration) -> ExitCode {
+    report_failures(results, None);
     if json {
         println!(
             "{}",
@@ -286,17 +389,7 @@ fn print(results: &[CaseResult], json: bool, window: u32, wall: Duration) -> Exi
         print!("{}", report::text_report(results, window));
     }
     let totals = report::Totals::of(results);
-    #[allow(clippy::cast_precision_loss)] // A count of cases.
-    let per_case = totals.overhead().as_secs_f64() / results.len().max(1) as f64;
-    eprintln!(
-        "eval: wall {:.1} s for {} case{}; the agent {:.1} s; eval and the flow's own overhead {:.1} s ({:.2} s per case)",
-        wall.as_secs_f64(),
-        results.len(),
-        if results.len() == 1 { "" } else { "s" },
-        totals.agent.as_secs_f64(),
-        totals.overhead().as_secs_f64(),
-        per_case,
-    );
+    overhead_line(&[totals], results.len(), "case", wall);
     if totals.failed > 0 {
         ExitCode::from(1)
     } else {

@@ -273,6 +273,7 @@ impl Parts {
                 runs_pruning: config.sandbox.runs_pruning(),
                 noise: config.operator_noise(),
                 cost_caps: config.cost_caps(),
+                verify: config.review.verify,
             },
         })
     }
@@ -472,6 +473,12 @@ fn summary_line(summary: &ReviewSummary, wall: Duration) -> String {
             "s"
         }
     ));
+    if summary.findings_withheld > 0 {
+        parts.push(format!(
+            "{} withheld as unlikely",
+            summary.findings_withheld
+        ));
+    }
     parts.push(format!(
         "{} repl{}",
         summary.replies_posted,

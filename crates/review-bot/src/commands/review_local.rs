@@ -100,6 +100,7 @@ pub(crate) fn local_reviewer(config: &config::Config) -> anyhow::Result<LocalRev
             containment,
             panel_socket: Some(review_mcp::panel::default_socket_path()),
             verify: config.review.verify,
+            min_confidence: config.review.min_confidence.value(),
         },
     })
 }

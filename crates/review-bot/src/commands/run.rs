@@ -184,6 +184,14 @@ fn install_metrics() -> anyhow::Result<metrics_exporter_prometheus::PrometheusHa
         "GitHub API attempts (retries included), by resource, method and outcome (ok, not_modified: a free 304, client_error, rate_limited, server_error, network)."
     );
     metrics::describe_counter!("review_bot_jobs_total", "Jobs ended, by kind and outcome.");
+    metrics::describe_counter!(
+        "review_bot_findings_withheld_total",
+        "Findings the verification pass (review.verify) withheld as unlikely, by repository."
+    );
+    metrics::describe_counter!(
+        "review_bot_verification_failures_total",
+        "Verification passes that failed (their reviews posted the findings unverified), by repository."
+    );
     metrics::describe_histogram!(
         "review_bot_step_duration_seconds",
         "How long each job's step took, from reading the labels to its last write."

@@ -116,6 +116,12 @@ fn read_library(request: &RecordedRequest) -> Turn {
 /// - fix: lists the threads, reads and edits line 5, replies to the
 ///   finding, answers (through the CLI's `StructuredOutput` tool).
 fn answer(request: &RecordedRequest) -> Turn {
+    if request
+        .user_text()
+        .contains("You verify findings of a code review")
+    {
+        return verify_answer(request);
+    }
     let last = request.last_tool_results().into_iter().next();
     let last_tool = last
         .as_ref()
@@ -169,6 +175,21 @@ fn answer(request: &RecordedRequest) -> Turn {
         },
         None => Turn::text("Nothing to do."),
     }
+}
+
+/// The verifier (`review.verify`, a run with `--json-schema`): refutes
+/// every finding it is shown.
+fn verify_answer(request: &RecordedRequest) -> Turn {
+    if !request.last_tool_results().is_empty() {
+        return Turn::text("Verified.");
+    }
+    let verdicts: Vec<Value> = (1..=request.user_text().matches("## Finding ").count())
+        .map(|finding| {
+            json!({"finding": finding, "verdict": "refuted", "confidence": 90,
+                   "reason": "scripted"})
+        })
+        .collect();
+    Turn::tool("StructuredOutput", json!({ "verdicts": verdicts }))
 }
 
 /// The agent runs the model saw, by pull request: one entry per session (its
@@ -1572,4 +1593,52 @@ async fn spent_today(database_url: &str, number: u64, usd: f64) {
         .unwrap();
     store.finish_run(run, "pushed").await.unwrap();
     store.close().await;
+}
+
+// ---------------------------------------------------------------------------
+// The verification pass.
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn findings_the_verification_pass_withholds_are_counted_on_metrics() {
+    let Some(world) = World::start().await else {
+        return;
+    };
+    let repo = world.repository("acme/verified");
+    let pull = Pull::open(&repo, 0, CHANGED, "bot-review-needed");
+    let mut command = world.command("work", &world.sqlite_url(), "acme/verified");
+    command.env("REVIEW_BOT_REVIEW_VERIFY", "true");
+    let mut daemon = Daemon::start("daemon", command);
+    daemon.wait_until_serving().await;
+    // The detailed pass leaves one finding; the verifier refutes it.
+    wait_for_metric(
+        &mut daemon,
+        "review_bot_findings_withheld_total{repository=\"acme/verified\"}",
+        1.0,
+    )
+    .await;
+    // Nothing else left: an LGTM review that says what was withheld.
+    wait_until(
+        &mut [&mut daemon],
+        "the pull request goes to a human",
+        Duration::from_mins(2),
+        || pull.has_label("human-review-needed"),
+    )
+    .await;
+    let reviews = pull.bot_reviews();
+    assert_eq!(reviews.len(), 1, "{reviews:#?}");
+    assert!(
+        reviews[0]
+            .body
+            .contains("1 finding withheld as unlikely by the verification pass"),
+        "{}",
+        reviews[0].body
+    );
+    assert!(pull.handle.review_comments().unwrap().is_empty());
+    let withheld = daemon
+        .metric("review_bot_findings_withheld_total{repository=\"acme/verified\"}")
+        .await;
+    assert!((withheld - 1.0).abs() < 1e-9, "counted once: {withheld}");
+    let (status, log) = daemon.terminate().await;
+    assert!(status.success(), "{log}");
 }

@@ -226,8 +226,12 @@ async fn scores_computed_by_hand_equal_what_eval_prints() {
         .collect();
     assert_eq!(
         keys.len(),
-        9,
-        "{totals}: golden, findings, matched, precision, recall, f1, cost_usd, agent_seconds, turns"
+        10,
+        "{totals}: golden, findings, matched, precision, recall, f1, cost_usd, agent_seconds, turns, judge_cost_usd"
+    );
+    assert!(
+        close(&totals["judge_cost_usd"], 0.0),
+        "no judge, no cost: {totals}"
     );
     assert_eq!(totals["golden"], 6, "{document:#}\n{log}");
     assert_eq!(totals["findings"], 4, "{document:#}\n{log}");
@@ -531,18 +535,9 @@ async fn the_verification_pass_drops_what_the_verifier_refutes_and_nothing_else(
     if review_testkit::tools::claude_for_test().is_none() {
         return;
     }
-    let model = ModelServer::start(Script::new([]).then_forever(Turn::decide(|request| {
-        if request
-            .user_text()
-            .contains("You verify findings of a code review")
-        {
-            verify_answer(request)
-        } else {
-            answer(request)
-        }
-    })))
-    .await
-    .expect("the model server starts");
+    let model = ModelServer::start(verifying_model())
+        .await
+        .expect("the model server starts");
     let dir = tempfile::tempdir().unwrap();
     repository(dir.path());
     let cases = json!([
@@ -586,4 +581,304 @@ async fn the_verification_pass_drops_what_the_verifier_refutes_and_nothing_else(
         review.contains("2 findings withheld as unlikely by the verification pass"),
         "{review}"
     );
+}
+
+/// The model for the passes ([`answer`]) and one more kind of run: those
+/// whose prompt contains `marker` get `special`'s answer.
+fn model_with(marker: &'static str, special: fn(&RecordedRequest) -> Turn) -> Script {
+    Script::new([]).then_forever(Turn::decide(move |request| {
+        if request.user_text().contains(marker) {
+            special(request)
+        } else {
+            answer(request)
+        }
+    }))
+}
+
+/// The model for the passes and the verifier ([`verify_answer`]).
+fn verifying_model() -> Script {
+    model_with("You verify findings of a code review", verify_answer)
+}
+
+/// The figures of a row of `--compare`'s text block: the row named `name`
+/// after the line starting with `block`.
+fn row<'a>(text: &'a str, block: &str, name: &str) -> Vec<&'a str> {
+    let start = text
+        .find(block)
+        .unwrap_or_else(|| panic!("no {block:?} in:\n{text}"));
+    let line = text[start..]
+        .lines()
+        .find(|line| line.trim_start().starts_with(name))
+        .unwrap_or_else(|| panic!("no row {name:?} after {block:?} in:\n{text}"));
+    line.trim_start()[name.len()..].split_whitespace().collect()
+}
+
+// One scenario, asserted step by step.
+#[allow(clippy::too_many_lines)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_runs_both_settings_and_prints_them_side_by_side() {
+    if review_testkit::tools::claude_for_test().is_none() {
+        return;
+    }
+    let model = ModelServer::start(verifying_model())
+        .await
+        .expect("the model server starts");
+    let dir = tempfile::tempdir().unwrap();
+    repository(dir.path());
+    // As configured: on-and-near has 4 findings, 2 matched (of 3 golden);
+    // quiet none (of 1). Totals: golden 4, findings 4, matched 2:
+    // precision 0.5, recall 0.5, F1 0.5.
+    // With review.verify=true the verifier refutes lib.rs:40 and README.md:1
+    // (both extra): findings 2, matched 2: precision 1, recall 0.5,
+    // F1 = 2·1·0.5/1.5 = 2/3. Per case, on-and-near: precision 0.5 → 1,
+    // recall 2/3 both, F1 4/7 → 0.8.
+    let cases = json!([
+        {"name": "on-and-near", "repository": "widgets", "base": "main", "head": "hit",
+         "golden": [
+            {"file": "src/lib.rs", "line": 5, "description": "five returns 6"},
+            {"file": "src/lib.rs", "line": 20, "end_line": 21, "description": "twenty returns 19"},
+            {"file": "src/lib.rs", "line": 30, "description": "thirty returns 3"}]},
+        {"name": "quiet", "repository": "widgets", "base": "main", "head": "quiet",
+         "golden": [{"file": "src/lib.rs", "line": 10, "description": "ten returns 1"}]}
+    ]);
+    std::fs::write(dir.path().join("cases.json"), cases.to_string()).unwrap();
+
+    let mut eval = command(dir.path(), &model);
+    eval.args(["cases.json", "--json", "--compare", "review.verify=true"]);
+    let (run, wall) = output(eval).await;
+    let log = stderr(&run);
+    assert!(run.status.success(), "{log}");
+    let document: Value = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}\n{log}", String::from_utf8_lossy(&run.stdout)));
+    let mut keys: Vec<&str> = document
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["baseline", "compared", "setting"]);
+    assert_eq!(document["setting"], "review.verify=true");
+    let (baseline, compared) = (
+        &document["baseline"]["totals"],
+        &document["compared"]["totals"],
+    );
+    assert_eq!(baseline["findings"], 4, "{document:#}");
+    assert_eq!(compared["findings"], 2, "{document:#}");
+    assert!(close(&baseline["precision"], 0.5), "{baseline}");
+    assert!(close(&baseline["recall"], 0.5), "{baseline}");
+    assert!(close(&baseline["f1"], 0.5), "{baseline}");
+    assert!(close(&compared["precision"], 1.0), "{compared}");
+    assert!(close(&compared["recall"], 0.5), "{compared}");
+    assert!(close(&compared["f1"], 2.0 / 3.0), "{compared}");
+    assert!(
+        compared["turns"].as_u64().unwrap() > baseline["turns"].as_u64().unwrap(),
+        "the verifier's turns count: {document:#}"
+    );
+    assert!(
+        document["compared"]["cases"][0]["extra"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // Progress names the compared run's cases apart.
+    assert!(
+        log.contains("on-and-near [review.verify=true]: ✓ verification pass ("),
+        "{log}"
+    );
+    assert!(!log.contains("on-and-near: ✓ verification pass"), "{log}");
+    eprintln!("eval --compare, 2 cases twice: wall {wall:.2} s; {log}");
+
+    // The text report: both columns, per case and for the totals.
+    let mut eval = command(dir.path(), &model);
+    eval.args(["cases.json", "--compare", "review.verify=true"]);
+    let (run, _) = output(eval).await;
+    let log = stderr(&run);
+    assert!(run.status.success(), "{log}");
+    let text = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(text.contains("as configured  review.verify=true"), "{text}");
+    assert_eq!(
+        row(&text, "on-and-near", "precision"),
+        ["0.500", "1.000"],
+        "{text}"
+    );
+    assert_eq!(
+        row(&text, "on-and-near", "recall"),
+        ["0.667", "0.667"],
+        "{text}"
+    );
+    assert_eq!(
+        row(&text, "on-and-near", "F1"),
+        ["0.571", "0.800"],
+        "{text}"
+    );
+    assert_eq!(row(&text, "on-and-near", "findings"), ["4", "2"], "{text}");
+    assert_eq!(row(&text, "quiet", "findings"), ["0", "0"], "{text}");
+    assert_eq!(
+        row(&text, "totals:", "precision"),
+        ["0.500", "1.000"],
+        "{text}"
+    );
+    assert_eq!(
+        row(&text, "totals:", "recall"),
+        ["0.500", "0.500"],
+        "{text}"
+    );
+    assert_eq!(row(&text, "totals:", "F1"), ["0.500", "0.667"], "{text}");
+    assert_eq!(
+        row(&text, "totals:", "matched"),
+        ["2", "of", "4", "2", "of", "4"],
+        "{text}"
+    );
+    for name in ["cost (USD)", "agent seconds", "turns"] {
+        assert_eq!(row(&text, "totals:", name).len(), 2, "{name}: {text}");
+    }
+
+    // Mistakes in the setting: exit 2, saying what to give.
+    for (setting, expected) in [
+        (
+            "review.verfy=true",
+            "`review.verfy` is not a configuration key; use one of:",
+        ),
+        (
+            "review.min_confidence=lots",
+            "expected a whole number from 0 to 100",
+        ),
+        ("review.verify", "is not SETTING=VALUE"),
+    ] {
+        let mut eval = command(dir.path(), &model);
+        eval.args(["cases.json", "--compare", setting]);
+        let (run, _) = output(eval).await;
+        let log = stderr(&run);
+        assert_eq!(run.status.code(), Some(2), "{setting}: {log}");
+        assert!(log.contains(expected), "{setting}: {log}");
+    }
+}
+
+/// The judge (a run with `--json-schema` whose prompt lists pairs): a pair
+/// matches when a word of more than three letters of the finding's title is
+/// in the known problem's description.
+fn judge_answer(request: &RecordedRequest) -> Turn {
+    if !request.last_tool_results().is_empty() {
+        return Turn::text("Judged.");
+    }
+    let prompt = request.user_text();
+    let mut verdicts = Vec::new();
+    for (index, section) in prompt.split("## Pair ").skip(1).enumerate() {
+        let lines: Vec<&str> = section.lines().collect();
+        let description = lines[2].split_once(": ").unwrap().1.to_lowercase();
+        let title = lines[4].split_once(": ").unwrap().1.to_lowercase();
+        let matches = title
+            .split_whitespace()
+            .any(|word| word.len() > 3 && description.contains(word));
+        verdicts.push(json!({"pair": index + 1, "match": matches, "reason": "scripted"}));
+    }
+    Turn::tool("StructuredOutput", json!({ "verdicts": verdicts })).with_usage(20_000, 500)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_judge_matches_golden_findings_without_lines_by_its_verdicts() {
+    if review_testkit::tools::claude_for_test().is_none() {
+        return;
+    }
+    let model = ModelServer::start(model_with(
+        "You judge a code review against known problems",
+        judge_answer,
+    ))
+    .await
+    .expect("the model server starts");
+    let dir = tempfile::tempdir().unwrap();
+    repository(dir.path());
+    // Findings: f0 lib.rs:5 "Five returns six", f1 lib.rs:24 "Twenty returns
+    // nineteen", f2 lib.rs:40 "Forty is unused", f3 README.md:1 "A shouting
+    // title". Golden: g0 lib.rs:5 (a line: the window matches f0); g1 in
+    // lib.rs, no line (pairs with f0, f1, f2; the judge says f0 and f1);
+    // g2 no file, no line (pairs with all four; the judge says f3). 7 pairs.
+    // One-to-one: g0–f0, g1–f1, g2–f3; f2 extra. Precision 3/4, recall 3/3,
+    // F1 = 2·0.75/1.75 = 6/7.
+    let cases = json!([
+        {"name": "on-and-near", "repository": "widgets", "base": "main", "head": "hit",
+         "golden": [
+            {"file": "src/lib.rs", "line": 5, "description": "five returns 6"},
+            {"file": "src/lib.rs", "description": "twenty or five is off by one"},
+            {"description": "the title shouts"}]}
+    ]);
+    std::fs::write(dir.path().join("cases.json"), cases.to_string()).unwrap();
+
+    // Without --judge: a case error that says to use it.
+    let mut eval = command(dir.path(), &model);
+    eval.arg("cases.json");
+    let (run, _) = output(eval).await;
+    let log = stderr(&run);
+    assert_eq!(run.status.code(), Some(2), "{log}");
+    assert!(
+        log.contains("case on-and-near: golden finding 2 has no line, so only the judge can match it; run with --judge"),
+        "{log}"
+    );
+    assert!(model.requests().is_empty(), "nothing ran");
+
+    let mut eval = command(dir.path(), &model);
+    eval.args(["cases.json", "--judge", "--json"]);
+    let (run, _) = output(eval).await;
+    let log = stderr(&run);
+    assert!(run.status.success(), "{log}");
+    let document: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let case = &document["cases"][0];
+    let matched: Vec<(Value, String, u64)> = case["matched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|pair| {
+            (
+                pair["golden"]["description"].clone(),
+                pair["finding"]["file"].as_str().unwrap().to_owned(),
+                pair["finding"]["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        matched,
+        [
+            (json!("five returns 6"), "src/lib.rs".to_owned(), 5),
+            (
+                json!("twenty or five is off by one"),
+                "src/lib.rs".to_owned(),
+                24
+            ),
+            (json!("the title shouts"), "README.md".to_owned(), 1),
+        ],
+        "{document:#}\n{log}"
+    );
+    assert_eq!(
+        places(&case["extra"], None),
+        [("src/lib.rs".to_owned(), 40)]
+    );
+    assert!(case["missed"].as_array().unwrap().is_empty());
+    let totals = &document["totals"];
+    assert!(close(&totals["precision"], 0.75), "{totals}");
+    assert!(close(&totals["recall"], 1.0), "{totals}");
+    assert!(close(&totals["f1"], 6.0 / 7.0), "{totals}");
+    // The judge's cost is its own: the scripted usage is on its turns only.
+    let judge_cost = totals["judge_cost_usd"].as_f64().unwrap();
+    assert!(judge_cost > 0.0, "{totals}");
+    assert!(
+        totals["cost_usd"].as_f64().unwrap() < judge_cost,
+        "the judge's cost is not the review's: {totals}"
+    );
+    assert!(
+        log.contains("on-and-near: ✓ judge (3 of 7 pairs match"),
+        "{log}"
+    );
+
+    // The text report: the judge's line, and golden places without lines.
+    let mut eval = command(dir.path(), &model);
+    eval.args(["cases.json", "--judge"]);
+    let (run, _) = output(eval).await;
+    let text = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(
+        text.contains("  matched  (any file) (judged)  ←  README.md:1  A shouting title"),
+        "{text}"
+    );
+    assert!(text.contains("\njudge: 7 pairs decided · $"), "{text}");
 }

@@ -179,26 +179,7 @@ impl World {
     /// the process with SIGKILL.
     fn kill_after_the_bots_review(&self) {
         let target = format!("acme/widgets#{}", self.pull.number());
-        let mut child = self
-            .command(&[target.as_str()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_mins(5);
-        while self.bot_reviews() == 0 {
-            if let Some(status) = child.try_wait().unwrap() {
-                let output = child.wait_with_output().unwrap();
-                panic!(
-                    "review-bot ended ({status}) before posting: {}",
-                    stderr(&output)
-                );
-            }
-            assert!(Instant::now() < deadline, "no review within five minutes");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
+        kill_after_the_bots_review(self, self.command(&[target.as_str()]));
     }
 
     /// The texts of every tool result the model received.
@@ -1611,4 +1592,166 @@ async fn incremental_re_review_covers_the_changes_since_the_last_reviewed_head_a
     eprintln!("first review (full):          {first_measure}");
     eprintln!("second head (incremental):    {incremental_measure}");
     eprintln!("after a force-push (full):    {full_measure}");
+}
+
+/// The verifier (a run with `--json-schema`) on the three findings of
+/// [`three_findings_script`]: refutes line 4, confirms line 5 with 95,
+/// confirms line 6 with only 30. Then the CLI's closing turn.
+fn verifier_turns() -> [Turn; 2] {
+    [
+        Turn::decide(|request| {
+            let prompt = request.user_text();
+            assert!(
+                prompt.contains("You verify findings of a code review"),
+                "not the verifier: {prompt}"
+            );
+            let mut verdicts = Vec::new();
+            for (index, section) in prompt.split("## Finding ").skip(1).enumerate() {
+                let place = section.lines().nth(2).unwrap_or_default();
+                let (verdict, confidence) = if place.starts_with("src/lib.rs:4 ") {
+                    ("refuted", 90)
+                } else if place.starts_with("src/lib.rs:6 ") {
+                    ("confirmed", 30)
+                } else {
+                    ("confirmed", 95)
+                };
+                verdicts.push(json!({"finding": index + 1, "verdict": verdict,
+                                     "confidence": confidence, "reason": "scripted"}));
+            }
+            Turn::tool("StructuredOutput", json!({ "verdicts": verdicts }))
+        }),
+        Turn::text("Verified."),
+    ]
+}
+
+/// Every `plan.json` under the work directory's runs, concatenated.
+fn plans(world: &World) -> String {
+    files_under(&world.work_dir().join("runs"))
+        .iter()
+        .filter(|path| path.file_name().is_some_and(|name| name == "plan.json"))
+        .map(|path| std::fs::read_to_string(path).unwrap_or_default())
+        .collect()
+}
+
+// Issue 27: `review.verify` on a GitHub review. Killed after posting the
+// review (the labels hang), then run again: the resumed run posts the same
+// plan and asks the model nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_verification_pass_withholds_what_it_doubts_and_a_resumed_run_posts_nothing_twice() {
+    let [verdicts, closing] = verifier_turns();
+    let script = three_findings_script().then(verdicts).then(closing);
+    let Some(world) = World::start(script, "echo tests pass\n").await else {
+        return;
+    };
+    for operation in ["issues/add-labels", "issues/remove-label"] {
+        world.sim.inject(FaultRule::operation(
+            operation,
+            Fault::Hang(Duration::from_hours(1)),
+        ));
+    }
+    let target = format!("acme/widgets#{}", world.pull.number());
+    let mut command = world.command(&[target.as_str()]);
+    command
+        .env("REVIEW_BOT_REVIEW_VERIFY", "true")
+        .env("REVIEW_BOT_REVIEW_MIN_CONFIDENCE", "40");
+    tokio::task::block_in_place(|| kill_after_the_bots_review(&world, command));
+    world.sim.clear_faults();
+    assert_eq!(world.labels(), ["bot-review-needed"]);
+    let model_requests = world.model.requests().len();
+    // Posted: only what the verifier confirmed with at least 40.
+    let comments = world.pull.review_comments().unwrap();
+    assert_eq!(
+        comments
+            .iter()
+            .map(|comment| comment.line)
+            .collect::<Vec<_>>(),
+        [Some(5)],
+        "{comments:#?}"
+    );
+    let reviews = world.pull.reviews().unwrap();
+    assert_eq!(reviews.len(), 1, "{reviews:#?}");
+    assert!(
+        reviews[0]
+            .body
+            .contains("2 findings withheld as unlikely by the verification pass"),
+        "{}",
+        reviews[0].body
+    );
+    assert!(
+        !reviews[0].body.contains("says nothing"),
+        "{}",
+        reviews[0].body
+    );
+    // The plan records the withheld findings with the verdicts.
+    let plan = plans(&world);
+    assert!(plan.contains("\"withheld\""), "{plan}");
+    assert!(
+        plan.contains("\"refuted\"") && plan.contains("\"confidence\": 30"),
+        "{plan}"
+    );
+
+    let mut rerun = world.command(&[target.as_str()]);
+    rerun
+        .env("REVIEW_BOT_REVIEW_VERIFY", "true")
+        .env("REVIEW_BOT_REVIEW_MIN_CONFIDENCE", "40");
+    let output = tokio::task::spawn_blocking(move || rerun.output().unwrap())
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("resumed"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("1 inline comment · 2 withheld as unlikely"),
+        "the resumed run reads them from the plan: {}",
+        stderr(&output)
+    );
+    assert_eq!(
+        world.model.requests().len(),
+        model_requests,
+        "the agent ran again"
+    );
+    assert_eq!(world.bot_reviews(), 1);
+    assert_eq!(world.pull.review_comments().unwrap().len(), 1);
+    assert_eq!(world.labels(), ["bot-changes-needed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_verifier_is_logged_and_the_findings_go_out_unverified() {
+    let script = three_findings_script().then(Turn::http_error(400));
+    let Some(world) = World::start(script, "echo tests pass\n").await else {
+        return;
+    };
+    let output = review_with(&world, &[("REVIEW_BOT_REVIEW_VERIFY", "true")]).await;
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert!(log.contains("the verification pass failed"), "{log}");
+    assert_eq!(world.pull.review_comments().unwrap().len(), 3);
+    let body = &world.pull.reviews().unwrap()[0].body;
+    assert!(
+        body.contains("The verification pass did not run") && body.contains("posted unverified"),
+        "{body}"
+    );
+}
+
+/// Starts `command`, waits until the bot's review is on GitHub, and kills it
+/// with SIGKILL.
+fn kill_after_the_bots_review(world: &World, mut command: Command) {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_mins(5);
+    while world.bot_reviews() == 0 {
+        if let Some(status) = child.try_wait().unwrap() {
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "review-bot ended ({status}) before posting: {}",
+                stderr(&output)
+            );
+        }
+        assert!(Instant::now() < deadline, "no review within five minutes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

@@ -20,7 +20,12 @@
 //!    [`ReviewError::Environment`]: the operator's, not posted.
 //! 4. Two passes (architecture, detailed), each a Claude Code run with our MCP
 //!    server (`agent_pass`); merge, anchor and drop repeated findings
-//!    (`compose`).
+//!    (`compose`). With `review.verify`, the verification pass (`verify`)
+//!    re-examines the findings and the review is composed again without
+//!    those it withholds (recorded in the plan, counted in
+//!    `review_bot_findings_withheld_total`, said in the body); a verifier
+//!    that fails is logged as an error and the findings go out unverified,
+//!    the body saying so.
 //! 5. Save the plan (`plan`) — then, and only then, write to GitHub (`post`):
 //!    one review, the replies, the fingerprints, the labels.
 //!
@@ -85,6 +90,9 @@ pub struct ReviewSettings {
     pub noise: command_sources::OperatorNoise,
     /// The operator's agent cost caps (per pull request, per day), per repository.
     pub cost_caps: crate::cost::CostCaps,
+    /// `review.verify`: re-examine the passes' findings before posting and
+    /// withhold those refuted or under `min_confidence` (`verify`).
+    pub verify: bool,
 }
 
 /// Everything the review flow talks to.
@@ -172,6 +180,8 @@ pub struct ReviewSummary {
     pub review_id: Option<String>,
     /// True when an unfinished earlier run of this head was finished.
     pub resumed: bool,
+    /// Findings the verification pass withheld as unlikely.
+    pub findings_withheld: usize,
 }
 
 /// Why a review failed.
@@ -538,8 +548,12 @@ impl Job<'_> {
             Err(report) => return Ok(report),
         };
         self.summary.outcome = Some(plan.outcome);
-        if let PlannedAction::Review { payload, .. } = &plan.action {
+        if let PlannedAction::Review {
+            payload, withheld, ..
+        } = &plan.action
+        {
             self.summary.inline_comments = payload.comments.len();
+            self.summary.findings_withheld = withheld.len();
         }
         if self.request.dry_run {
             return Ok(ReviewReport::DryRun {
@@ -774,7 +788,8 @@ impl Job<'_> {
         }
         let passes = self.passes(worktree, snapshot, snapshot_path, diff).await?;
         let noise = self.noise_control(mirror, snapshot).await?;
-        self.compose(snapshot, diff, &passes, notes, noise).await
+        self.compose(worktree, snapshot, diff, &passes, notes, noise)
+            .await
     }
 
     /// The pull request's reviews, when the bot's login is known, read best
@@ -1278,9 +1293,12 @@ impl Job<'_> {
         Ok(passes)
     }
 
-    /// Merge, anchor, drop repeated findings: the review's plan.
+    /// Merge, anchor, drop repeated findings (and, with `review.verify`,
+    /// what the verification pass withholds): the review's plan.
+    #[allow(clippy::too_many_lines)] // one recipe: compose, verify, compose again
     async fn compose(
         &mut self,
+        worktree: &Path,
         snapshot: &PullRequestSnapshot,
         diff: &DiffModel,
         passes: &[(Pass, Vec<review_core::agent_requests::AgentRequest>)],
@@ -1291,24 +1309,32 @@ impl Job<'_> {
         let step = self.progress.step("merge and anchor");
         let posted = self.posted_fingerprints(passes).await?;
         let (threads, resolved_earlier) = self.bot_threads().await;
-        let mut composed = compose::compose(&compose::ComposeInput {
-            review_id: self.review_id,
-            snapshot,
-            diff,
-            passes,
-            already_posted: &|path, line, body| {
-                posted.contains(&review_store::Fingerprint::of(
-                    &review_store::InlineComment { path, line, body },
-                ))
-            },
-            notes,
-            reviewed_at: chrono::Utc::now().to_rfc3339(),
-            reviewer: format!("claude-code/{}", reviewer.claude.settings().model),
-            noise,
-            threads: &threads,
-            resolved_earlier: &resolved_earlier,
-            scope: self.scope.body_note(),
-        });
+        let reviewed_at = chrono::Utc::now().to_rfc3339();
+        let min_confidence = noise.min_confidence.value();
+        let review_id = self.review_id;
+        let scope = self.scope.body_note();
+        let compose_from = |passes: &[(Pass, Vec<review_core::agent_requests::AgentRequest>)],
+                            notes: Vec<String>| {
+            compose::compose(&compose::ComposeInput {
+                review_id,
+                snapshot,
+                diff,
+                passes,
+                already_posted: &|path, line, body| {
+                    posted.contains(&review_store::Fingerprint::of(
+                        &review_store::InlineComment { path, line, body },
+                    ))
+                },
+                notes,
+                reviewed_at: reviewed_at.clone(),
+                reviewer: format!("claude-code/{}", reviewer.claude.settings().model),
+                noise,
+                threads: &threads,
+                resolved_earlier: &resolved_earlier,
+                scope: scope.clone(),
+            })
+        };
+        let mut composed = compose_from(passes, notes.clone());
         step.done(format!(
             "{} finding{} ({} inline), {} repeated, {} duplicate{}, {} repl{}",
             composed.findings.line_comments.len(),
@@ -1328,6 +1354,35 @@ impl Job<'_> {
                 "ies"
             },
         ));
+        let mut withheld = Vec::new();
+        if reviewer.settings.verify && !composed.findings.line_comments.is_empty() {
+            let mut notes = notes;
+            match self
+                .verification(
+                    worktree,
+                    &snapshot.diff,
+                    &composed.findings.line_comments,
+                    min_confidence,
+                )
+                .await
+            {
+                Some(verification) if verification.withheld.is_empty() => {}
+                Some(verification) => {
+                    notes.extend(verify::withheld_note(verification.withheld.len()));
+                    composed =
+                        compose_from(&verify::without(passes, &verification.withheld), notes);
+                    withheld = verification
+                        .withheld
+                        .iter()
+                        .map(|(finding, verdict)| verify::WithheldFinding::of(finding, verdict))
+                        .collect();
+                }
+                None => {
+                    notes.push(verify::not_run_note());
+                    composed = compose_from(passes, notes);
+                }
+            }
+        }
         composed.payload.body =
             crate::cost::with_cost_line(&composed.payload.body, &self.cost_line().await);
         Ok(self.plan(
@@ -1338,6 +1393,7 @@ impl Job<'_> {
                 replies: composed.replies,
                 posted: composed.posted,
                 repeated: composed.repeated,
+                withheld,
             },
         ))
     }
@@ -1369,6 +1425,80 @@ impl Job<'_> {
             summary.agent_time,
             total,
         )
+    }
+
+    /// The verification pass on `findings` (see [`verify`]): recorded in the
+    /// store as the pass `verification`, its cost added up, the withheld
+    /// findings counted in `review_bot_findings_withheld_total`. `None` when
+    /// it failed: an error in the log and in
+    /// `review_bot_verification_failures_total`, and the caller posts the
+    /// findings unverified.
+    async fn verification(
+        &mut self,
+        worktree: &Path,
+        diff: &str,
+        findings: &[review_core::findings::LineComment],
+        min_confidence: u8,
+    ) -> Option<verify::Verification> {
+        let step = self.progress.step("verification pass");
+        let result = verify::verify(
+            &self.reviewer.claude,
+            worktree,
+            &self.run_directory,
+            diff,
+            &self.pull_request.base_branch,
+            findings,
+            min_confidence,
+        )
+        .await;
+        let repository = self.request.repository.to_string();
+        match result {
+            Ok(verification) => {
+                self.summary.agent_cost_usd += verification.cost_usd;
+                self.summary.agent_turns += verification.turns;
+                self.summary.agent_time += verification.duration;
+                step.done(format!(
+                    "{} kept, {} withheld as unlikely (min_confidence {min_confidence}), ${:.2}",
+                    verification.kept.len(),
+                    verification.withheld.len(),
+                    verification.cost_usd
+                ));
+                self.record_in_store(review_store::AgentPass {
+                    name: "verification".to_owned(),
+                    transcript_path: None,
+                    session_id: None,
+                    turns: Some(verification.turns),
+                    cost_usd: Some(verification.cost_usd),
+                    duration: Some(verification.duration),
+                })
+                .await;
+                if !self.request.dry_run {
+                    metrics::counter!("review_bot_findings_withheld_total", "repository" => repository)
+                        .increment(verification.withheld.len() as u64);
+                }
+                Some(verification)
+            }
+            Err(error) => {
+                step.failed(error.to_string());
+                tracing::error!(
+                    %error,
+                    findings = findings.len(),
+                    "the verification pass failed; the findings are posted unverified"
+                );
+                metrics::counter!("review_bot_verification_failures_total", "repository" => repository)
+                    .increment(1);
+                self.record_in_store(review_store::AgentPass {
+                    name: "verification".to_owned(),
+                    transcript_path: None,
+                    session_id: None,
+                    turns: error.agent_run().map(|run| run.num_turns),
+                    cost_usd: error.agent_run().map(|run| run.total_cost_usd),
+                    duration: error.agent_run().map(|run| run.duration),
+                })
+                .await;
+                None
+            }
+        }
     }
 
     /// The pull request's review threads (GraphQL) and the threads the bot
@@ -1441,6 +1571,20 @@ impl Job<'_> {
             self.summary.agent_turns += run.num_turns;
             self.summary.agent_time += run.duration;
         }
+        self.record_in_store(review_store::AgentPass {
+            name: pass_name(pass).to_owned(),
+            transcript_path: Some(transcript.display().to_string()),
+            session_id: run.and_then(|run| run.session_id.clone()),
+            turns: run.map(|run| run.num_turns),
+            cost_usd: run.map(|run| run.total_cost_usd),
+            duration: run.map(|run| run.duration),
+        })
+        .await;
+    }
+
+    /// Records an agent run of this review in the store (not in a dry run);
+    /// a failure is a warning.
+    async fn record_in_store(&self, agent_pass: review_store::AgentPass) {
         if self.request.dry_run {
             return;
         }
@@ -1466,21 +1610,11 @@ impl Job<'_> {
                 .await?;
             self.reviewer
                 .store
-                .record_agent_pass(
-                    run_id,
-                    &review_store::AgentPass {
-                        name: pass_name(pass).to_owned(),
-                        transcript_path: Some(transcript.display().to_string()),
-                        session_id: run.and_then(|run| run.session_id.clone()),
-                        turns: run.map(|run| run.num_turns),
-                        cost_usd: run.map(|run| run.total_cost_usd),
-                        duration: run.map(|run| run.duration),
-                    },
-                )
+                .record_agent_pass(run_id, &agent_pass)
                 .await
         };
         if let Err(error) = recorded.await {
-            tracing::warn!(%error, pass = pass_name(pass), "could not record the agent pass in the store");
+            tracing::warn!(%error, pass = %agent_pass.name, "could not record the agent pass in the store");
         }
     }
 

@@ -67,6 +67,10 @@ pub enum PlannedAction {
         /// The bot's threads to resolve after posting (issue 28, item 1).
         #[serde(default)]
         resolve: Vec<ThreadToResolve>,
+        /// Findings the verification pass (`review.verify`) withheld as
+        /// unlikely: not posted, kept here with the verifier's verdict.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        withheld: Vec<super::verify::WithheldFinding>,
     },
     /// The build or tests failed: one conversation comment.
     BuildFailed {
@@ -222,7 +226,10 @@ impl ReviewPlan {
                 let _ = writeln!(text, "## Comment\n\n{body}");
             }
             PlannedAction::Review {
-                payload, replies, ..
+                payload,
+                replies,
+                withheld,
+                ..
             } => {
                 let _ = writeln!(text, "## Review body\n\n{}\n", payload.body);
                 let _ = writeln!(text, "## Inline comments ({})\n", payload.comments.len());
@@ -236,6 +243,26 @@ impl ReviewPlan {
                         "### {} {lines} ({})\n\n{}\n",
                         comment.path, comment.side, comment.body
                     );
+                }
+                if !withheld.is_empty() {
+                    let _ = writeln!(
+                        text,
+                        "## Withheld by the verification pass ({})\n",
+                        withheld.len()
+                    );
+                    for finding in withheld {
+                        let _ = writeln!(
+                            text,
+                            "- {} line {}: {} ({} {}: {})",
+                            finding.path,
+                            finding.line,
+                            review_core::payload::single_line(&finding.title),
+                            finding.verdict,
+                            finding.confidence,
+                            review_core::payload::single_line(&finding.reason)
+                        );
+                    }
+                    text.push('\n');
                 }
                 if !replies.is_empty() {
                     let _ = writeln!(text, "## Replies ({})\n", replies.len());

@@ -7,14 +7,22 @@
 //! a run, [`BATCH`] at a time, to bound the cost. A finding the verifier
 //! gives no verdict on is kept as it was: the pass removes only what it
 //! refutes or doubts.
+//!
+//! Both flows run it on the merged findings: `review --local` and `eval`
+//! (`local`), and the GitHub review (`review::Job::compose`), which composes
+//! the review again without the withheld findings ([`without`]), records
+//! them in the review's plan ([`WithheldFinding`]) and counts them in
+//! `review_bot_findings_withheld_total`.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
 use review_agent::claude::{ClaudeCode, ClaudeCodeRun};
+use review_core::agent_requests::AgentRequest;
 use review_core::findings::LineComment;
-use serde::Deserialize;
+use review_core::passes::Pass;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::agent_pass::PassError;
@@ -50,6 +58,75 @@ pub struct Verification {
     pub turns: u32,
     /// Their time, as the agent reports it.
     pub duration: Duration,
+}
+
+/// A finding the verification pass withheld, as the review's plan records it
+/// (so a resumed review posts exactly what the first run decided).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WithheldFinding {
+    /// The file.
+    pub path: String,
+    /// The line (the last of a range).
+    pub line: u32,
+    /// The finding's title.
+    pub title: String,
+    /// `refuted`, or `confirmed` (with a confidence under `min_confidence`).
+    pub verdict: String,
+    /// The verifier's confidence in its verdict, 0–100.
+    pub confidence: u8,
+    /// The verifier's reason.
+    pub reason: String,
+}
+
+impl WithheldFinding {
+    /// The record of `finding` withheld by `verdict`.
+    pub fn of(finding: &LineComment, verdict: &Verdict) -> Self {
+        Self {
+            path: finding.file.clone(),
+            line: finding.line,
+            title: finding.title.clone(),
+            verdict: if verdict.confirmed {
+                "confirmed"
+            } else {
+                "refuted"
+            }
+            .to_owned(),
+            confidence: verdict.confidence,
+            reason: verdict.reason.clone(),
+        }
+    }
+}
+
+/// The passes' requests without the inline comments `withheld` came from
+/// (same file, lines, side and text), so composing them again gives the
+/// review without those findings.
+pub fn without(
+    passes: &[(Pass, Vec<AgentRequest>)],
+    withheld: &[(LineComment, Verdict)],
+) -> Vec<(Pass, Vec<AgentRequest>)> {
+    let is_withheld = |request: &AgentRequest| match request {
+        AgentRequest::Inline(comment) => withheld.iter().any(|(finding, _)| {
+            finding.file == comment.path
+                && finding.line == comment.line
+                && finding.start_line == comment.start_line
+                && finding.side() == comment.side_or_default()
+                && finding.description == comment.message
+        }),
+        _ => false,
+    };
+    passes
+        .iter()
+        .map(|(pass, requests)| {
+            (
+                *pass,
+                requests
+                    .iter()
+                    .filter(|request| !is_withheld(request))
+                    .cloned()
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 /// The structured answer the verifier must give.
@@ -185,6 +262,14 @@ pub async fn verify(
         }
     }
     Ok(verification)
+}
+
+/// The review body's line when the verification pass failed and the
+/// findings went out unverified.
+pub fn not_run_note() -> String {
+    "_The verification pass did not run (the verifier failed; the operator has been told): \
+     these findings are posted unverified._"
+        .to_owned()
 }
 
 /// The review body's line for withheld findings, if any.
