@@ -186,15 +186,11 @@ pub async fn judge(
             &run_directory,
         )
         .with_json_schema(answer_schema());
-        let agent_run = claude.run(&run).await?.into_success()?;
+        let (answer, agent_run) = claude.run_structured::<Answer>(&run).await?;
         judgement.cost_usd += agent_run.total_cost_usd;
         judgement.turns += agent_run.num_turns;
         judgement.duration += agent_run.duration;
-        let verdicts: Vec<AnswerVerdict> = agent_run
-            .structured_output
-            .and_then(|value| serde_json::from_value::<Answer>(value).ok())
-            .map(|answer| answer.verdicts)
-            .unwrap_or_default();
+        let verdicts = answer.map(|answer| answer.verdicts).unwrap_or_default();
         for (index, pair) in batch.iter().enumerate() {
             let matches = verdicts
                 .iter()

@@ -229,6 +229,22 @@ impl ClaudeCode {
         self.run_in_span(run).instrument(span).await
     }
 
+    /// Runs `run` (given a `--json-schema`, [`ClaudeCodeRun::with_json_schema`])
+    /// to success and reads its structured answer as `T`: `None` when the CLI
+    /// gave none or it does not have `T`'s shape, and the caller then counts
+    /// every item it asked about as unanswered.
+    pub async fn run_structured<T: serde::de::DeserializeOwned>(
+        &self,
+        run: &ClaudeCodeRun,
+    ) -> Result<(Option<T>, AgentRun), AgentError> {
+        let mut agent_run = self.run(run).await?.into_success()?;
+        let answer = agent_run
+            .structured_output
+            .take()
+            .and_then(|value| serde_json::from_value(value).ok());
+        Ok((answer, agent_run))
+    }
+
     async fn run_in_span(&self, run: &ClaudeCodeRun) -> Result<AgentRun, AgentError> {
         let started = Instant::now();
         let proxy = self.start_proxy().await?;

@@ -234,15 +234,11 @@ pub async fn verify(
             &directory,
         )
         .with_json_schema(answer_schema());
-        let agent_run = claude.run(&run).await?.into_success()?;
+        let (answer, agent_run) = claude.run_structured::<Answer>(&run).await?;
         verification.cost_usd += agent_run.total_cost_usd;
         verification.turns += agent_run.num_turns;
         verification.duration += agent_run.duration;
-        let verdicts: Vec<AnswerVerdict> = agent_run
-            .structured_output
-            .and_then(|value| serde_json::from_value::<Answer>(value).ok())
-            .map(|answer| answer.verdicts)
-            .unwrap_or_default();
+        let verdicts = answer.map(|answer| answer.verdicts).unwrap_or_default();
         for (index, finding) in batch.iter().enumerate() {
             let verdict = verdicts
                 .iter()
