@@ -68,6 +68,11 @@ pub enum AgentError {
     },
 
     /// A file or directory the run needs could not be prepared or written.
+    /// The run could not be put in a cgroup of its own
+    /// (`sandbox.cgroup`); nothing of it started.
+    #[error("{0}")]
+    Cgroup(#[source] review_sandbox::SandboxError),
+
     #[error("could not {action} `{}`: {source}", path.display())]
     File {
         /// What we were doing ("create the run directory", "write the transcript", …).

@@ -187,6 +187,10 @@ pub const KEYS: &[Key] = &[
         "a whole number of MiB (0: no limit)",
     ),
     key(
+        "sandbox.cgroup",
+        "\"auto\", \"off\" or an absolute path to a cgroup v2 directory",
+    ),
+    key(
         "sandbox.runs_max_age_days",
         "a whole number of days (0: kept by age)",
     ),
@@ -552,14 +556,20 @@ pub struct SandboxConfig {
     /// MiB of a confined run's private `/tmp` (and `/var/tmp`), a tmpfs
     /// held in memory; 0: bubblewrap's default, half the host's memory.
     pub tmp_size_mib: u64,
-    /// MiB of memory (data segment, `RLIMIT_DATA`) per process of a
-    /// confined run; 0: no limit.
+    /// MiB of memory of a confined run: the whole run's (`memory.max`) in a
+    /// cgroup of its own, else per process (data segment, `RLIMIT_DATA`);
+    /// 0: no limit.
     pub memory_limit_mib: u64,
-    /// Processes of the run's user (`RLIMIT_NPROC`) a confined run may
-    /// start; 0: no limit.
+    /// Processes a confined run may have: the whole run's (`pids.max`) in a
+    /// cgroup of its own, else of the run's user (`RLIMIT_NPROC`); 0: no
+    /// limit.
     pub process_limit: u64,
     /// MiB of one file a confined run writes (`RLIMIT_FSIZE`); 0: no limit.
     pub file_size_limit_mib: u64,
+    /// Where each confined run's own cgroup is made: `auto` (the bot's own
+    /// cgroup, when delegated), `off` (rlimits only) or a cgroup v2
+    /// directory ([`review_sandbox::cgroups::CgroupSetting`]).
+    pub cgroup: String,
     /// Days after which a run directory (`work_dir/runs/…`) no job is
     /// working in is removed; 0: kept by age.
     pub runs_max_age_days: u64,
@@ -584,6 +594,7 @@ impl Default for SandboxConfig {
             memory_limit_mib: mib(limits.memory),
             process_limit: limits.processes.unwrap_or(0),
             file_size_limit_mib: mib(limits.file_size),
+            cgroup: "auto".to_owned(),
             runs_max_age_days: 14,
             runs_max_size_mib: 20 * 1024,
         }
@@ -600,6 +611,19 @@ impl SandboxConfig {
             processes: (self.process_limit > 0).then_some(self.process_limit),
             file_size: bytes(self.file_size_limit_mib),
         }
+    }
+
+    /// `sandbox.cgroup`, parsed (checked when the configuration is loaded;
+    /// `auto` if it does not parse).
+    pub fn cgroup_setting(&self) -> review_sandbox::cgroups::CgroupSetting {
+        self.cgroup.parse().unwrap_or_default()
+    }
+
+    /// Where confined runs' cgroups are made: `None` for rlimits only (off,
+    /// nothing delegated, or a directory that cannot be used: logged once,
+    /// and `review-bot doctor` fails on it).
+    pub fn run_cgroups(&self) -> Option<review_sandbox::cgroups::RunCgroups> {
+        review_sandbox::cgroups::prepare(&self.cgroup_setting()).unwrap_or(None)
     }
 
     /// How run directories are pruned.
@@ -639,6 +663,12 @@ impl SandboxConfig {
         secrets: &[&str],
         variable: impl Fn(&str) -> Option<String>,
     ) -> anyhow::Result<()> {
+        if let Err(error) = self
+            .cgroup
+            .parse::<review_sandbox::cgroups::CgroupSetting>()
+        {
+            bail!("sandbox.cgroup: {error}");
+        }
         for path in &self.readable_paths {
             if !path.is_absolute() {
                 bail!(
@@ -953,7 +983,8 @@ impl Config {
                 review_sandbox::Confinement::new()
                     .with_readable_paths(self.sandbox.readable_paths.iter().cloned())
                     .with_network(self.sandbox.build_network)
-                    .with_limits(self.sandbox.limits()),
+                    .with_limits(self.sandbox.limits())
+                    .with_cgroup(self.sandbox.run_cgroups()),
             )
         })
     }
@@ -981,7 +1012,8 @@ impl Config {
         let mut confinement = review_sandbox::Confinement::new()
             .with_readable_paths(review_sandbox::toolchain_directories())
             .with_readable_paths(self.sandbox.readable_paths.iter().cloned())
-            .with_limits(self.sandbox.limits());
+            .with_limits(self.sandbox.limits())
+            .with_cgroup(self.sandbox.run_cgroups());
         if let Some(install) = install_directory(claude_executable) {
             confinement = confinement.with_readable(install);
         }

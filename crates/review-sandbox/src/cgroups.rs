@@ -1,23 +1,48 @@
-//! Which resource bounds a confined run gets: a cgroup v2 of its own where
-//! the service may delegate one, else rlimits ([`crate::Limits`]).
+//! Which resource bounds a confined run gets, and, where a cgroup v2 is
+//! available, the cgroup each run is put in.
 //!
-//! Today every confined run is bounded by rlimits (`prlimit` in front of
-//! bubblewrap): they need no privilege and work everywhere, but the memory
-//! limit is per process and the process limit counts every process of the
-//! user. A cgroup bounds the run as a whole (`memory.max`, `pids.max`,
-//! `memory.swap.max`) and can kill it whole (`cgroup.kill`), but only where
-//! the bot may make child cgroups: cgroup v2 mounted, the bot's own cgroup
-//! (`/proc/self/cgroup`'s `0::/path`) offering the `memory` and `pids`
-//! controllers, and its `cgroup.subtree_control` writable by the bot —
-//! what systemd's `Delegate=yes` gives a service. [`detect`] says which
-//! holds here, and why not; `review-bot doctor` reports it ("resource
-//! bounds: …").
+//! Every confined run is bounded by rlimits (`prlimit` in front of
+//! bubblewrap, [`crate::Limits`]): they need no privilege and work
+//! everywhere, but the memory limit is per process and the process limit
+//! counts every process of the user. A cgroup bounds the run as a whole and
+//! ends it whole. Where the bot may make child cgroups ([`RunCgroups`]),
+//! each confined run gets one, `PARENT/review-bot-run-PID` (PID: the run's
+//! first process):
 //!
-//! Putting runs into child cgroups is not done yet: the hosts this is built
-//! and tested on (and CI's) have cgroup v1 only, with nothing delegated, so
-//! the enforcement could not be exercised, and it is not claimed.
+//! - made, given its bounds and entered by a small `/bin/sh` wrapper in front
+//!   of `prlimit` and bubblewrap ([`RunCgroups::wrapper_arguments`]: `mkdir`,
+//!   the bound files, `echo 0 > cgroup.procs`, then `exec`), so the run's
+//!   first process is in it before anything of the run starts, and
+//!   everything it starts is too (the workspace forbids `unsafe`, so no
+//!   `pre_exec`; a process boundary instead);
+//! - bounded as a whole: `memory.max` for the memory bound (with
+//!   `memory.swap.max` 0, and `memory.oom.group` 1: past the bound the whole
+//!   run is killed, not one process picked), `pids.max` for the process
+//!   bound, each where the parent gives the controller to its children; a
+//!   bound whose controller is missing stays an rlimit
+//!   ([`RunCgroups::rlimits`]). The file size bound is always an rlimit
+//!   (cgroups have none), the `/tmp` size bubblewrap's (its pages count
+//!   against the run's memory);
+//! - ended whole ([`RunCgroup::end`]): `cgroup.kill`, a bounded wait until
+//!   `cgroup.events` says `populated 0`, what the run hit read
+//!   ([`RunUsage`]: `memory.events`' `oom_kill`, `pids.events`' `max`,
+//!   `memory.peak`), and the cgroup removed.
+//!
+//! Where the runs' parent is comes from `sandbox.cgroup` ([`CgroupSetting`]):
+//! `auto` uses the bot's own cgroup when it is delegated ([`detect`]: what
+//! systemd's `Delegate=yes` gives a service), after moving the bot into a
+//! leaf child of it, `review-bot` (cgroup v2 lets only a cgroup without
+//! processes of its own give controllers to its children); a path names a
+//! directory the operator made for the runs; `off` keeps rlimits only.
+//! [`prepare`] does this once per setting and process; [`describe`] says
+//! which bounds apply, for `review-bot doctor`.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::Limits;
 
 /// The controllers a run's cgroup needs.
 pub const CONTROLLERS: &[&str] = &["memory", "pids"];
@@ -42,8 +67,7 @@ impl std::fmt::Display for CgroupSupport {
         match self {
             Self::Delegated { directory } => write!(
                 formatter,
-                "a delegated cgroup v2 is available ({}), but runs are still bounded by \
-                 rlimits: putting each run in a child cgroup is not implemented yet",
+                "a delegated cgroup v2 ({}): runs get child cgroups of it",
                 directory.display()
             ),
             Self::Unavailable { reason } => {
@@ -73,11 +97,15 @@ pub fn detect_from(cgroup: &str, mountinfo: &str) -> CgroupSupport {
         return unavailable("no cgroup2 file system is mounted".to_owned());
     };
     let relative = own.trim_start_matches('/');
-    let directory = if relative.is_empty() {
-        mount
-    } else {
-        mount.join(relative)
-    };
+    if relative.is_empty() {
+        return unavailable(format!(
+            "this process is in the root cgroup of the hierarchy (a container, or a host without \
+             systemd): give the runs a directory of their own with sandbox.cgroup, such as \
+             \"{}\"",
+            mount.join("review-bot-runs").display()
+        ));
+    }
+    let directory = mount.join(relative);
     check_directory(&directory)
 }
 
@@ -132,6 +160,12 @@ pub fn check_directory(directory: &Path) -> CgroupSupport {
     }
 }
 
+/// Where the cgroup2 file system is mounted here (`/proc/self/mountinfo`),
+/// if it is.
+pub fn cgroup2_mount_point() -> Option<PathBuf> {
+    cgroup2_mount(&std::fs::read_to_string("/proc/self/mountinfo").ok()?)
+}
+
 /// The cgroup v2 path in `/proc/self/cgroup`'s text (`0::/path`).
 fn unified_path(cgroup: &str) -> Option<&str> {
     cgroup
@@ -171,6 +205,536 @@ fn unescape_octal(field: &str) -> String {
     }
     text.push_str(rest);
     text
+}
+
+/// The name of the leaf cgroup the bot moves itself into under `auto`.
+pub const SERVICE_LEAF: &str = "review-bot";
+
+/// The prefix of a run's cgroup name (`review-bot-run-PID`).
+pub const RUN_PREFIX: &str = "review-bot-run-";
+
+/// What the wrapper prints, first on its line, when it cannot put the run in
+/// its cgroup ([`crate::Contained::failure`] reads it).
+pub const WRAPPER_FAILURE: &str = "review-bot-cgroup: ";
+
+/// The `/bin/sh` script that makes a run's cgroup, writes its bounds, moves
+/// itself in and execs the rest of its arguments. `$0` is [`WRAPPER_NAME`],
+/// `$1` the parent, then `FILE VALUE` pairs (a `?FILE` is written only if
+/// it exists), `--`, and the command. `$$` is the shell's own process id:
+/// the run's first process, which the command replaces.
+const WRAPPER_SCRIPT: &str = r#"parent=$1; shift
+run="$parent/review-bot-run-$$"
+fail() { echo "review-bot-cgroup: $*" >&2; exit 125; }
+[ -d "$run" ] || mkdir "$run" 2>/dev/null || fail "cannot make the run's cgroup $run: is $parent a cgroup v2 directory the bot may write?"
+[ -f "$run/cgroup.events" ] || fail "$run is not a cgroup v2 directory (no cgroup.events): is $parent on a cgroup2 file system?"
+while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
+  file=${1#\?}
+  if [ "$file" = "$1" ] || [ -e "$run/$file" ]; then
+    echo "$2" > "$run/$file" 2>/dev/null || fail "cannot write $2 to $run/$file"
+  fi
+  shift 2
+done
+shift
+echo 0 > "$run/cgroup.procs" 2>/dev/null || fail "cannot move the run into its cgroup $run"
+exec "$@"
+"#;
+
+/// The wrapper's `$0`, which marks a command as wrapped (and names it in
+/// `ps`).
+const WRAPPER_NAME: &str = "review-bot-cgroup";
+
+/// How often a run's cgroup is looked at while it empties.
+const POLL_INTERVAL: Duration = Duration::from_millis(5);
+
+/// `sandbox.cgroup`: where confined runs' cgroups are made.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CgroupSetting {
+    /// The bot's own cgroup, when it is delegated ([`detect`]); rlimits
+    /// otherwise.
+    #[default]
+    Auto,
+    /// Rlimits only.
+    Off,
+    /// This cgroup v2 directory, made for the runs by the operator (made if
+    /// missing, under a writable cgroup v2 directory); it must hold no
+    /// process of its own.
+    Directory(PathBuf),
+}
+
+impl std::str::FromStr for CgroupSetting {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "auto" | "" => Ok(Self::Auto),
+            "off" => Ok(Self::Off),
+            path if Path::new(path).is_absolute() => Ok(Self::Directory(PathBuf::from(path))),
+            other => Err(format!(
+                "`{other}` is neither \"auto\", \"off\" nor an absolute path to a cgroup v2 \
+                 directory (such as \"/sys/fs/cgroup/review-bot-runs\")"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for CgroupSetting {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Auto => formatter.write_str("auto"),
+            Self::Off => formatter.write_str("off"),
+            Self::Directory(path) => write!(formatter, "{}", path.display()),
+        }
+    }
+}
+
+/// A cgroup v2 directory runs' cgroups are made in, and the controllers
+/// (of [`CONTROLLERS`]) it gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunCgroups {
+    /// The parent directory (under the cgroup2 mount).
+    pub parent: PathBuf,
+    /// The controllers enabled for its children (`cgroup.subtree_control`).
+    pub controllers: Vec<String>,
+}
+
+/// The runs' cgroups could not be set up, or one run's could not be ended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cgroup `{}`: {reason}", directory.display())]
+pub struct CgroupError {
+    /// The cgroup directory involved.
+    pub directory: PathBuf,
+    /// What went wrong and what to do.
+    pub reason: String,
+}
+
+/// What [`prepare`] found, per setting, for this process: `auto` moves the
+/// process, which is done once.
+type Prepared = Vec<(CgroupSetting, Result<Option<RunCgroups>, CgroupError>)>;
+static PREPARED: Mutex<Prepared> = Mutex::new(Vec::new());
+
+/// The runs' cgroups for `setting`, set up on first use and remembered for
+/// the process: `Ok(None)` under `off`, and under `auto` when no delegated
+/// cgroup is available (rlimits then; [`detect`] says why).
+pub fn prepare(setting: &CgroupSetting) -> Result<Option<RunCgroups>, CgroupError> {
+    let mut prepared = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, found)) = prepared.iter().find(|(known, _)| known == setting) {
+        return found.clone();
+    }
+    let found = match setting {
+        CgroupSetting::Off => Ok(None),
+        CgroupSetting::Auto => match detect() {
+            CgroupSupport::Delegated { directory } => prepare_own(&directory).map(Some),
+            CgroupSupport::Unavailable { .. } => Ok(None),
+        },
+        CgroupSetting::Directory(directory) => prepare_directory(directory).map(Some),
+    };
+    if let Err(error) = &found {
+        tracing::error!(%error, "confined runs are bounded by rlimits only");
+    }
+    prepared.push((setting.clone(), found.clone()));
+    found
+}
+
+/// `auto`: move this process into `own/review-bot`, then make `own` the
+/// runs' parent.
+fn prepare_own(own: &Path) -> Result<RunCgroups, CgroupError> {
+    let leaf = own.join(SERVICE_LEAF);
+    let error = |directory: &Path, reason: String| CgroupError {
+        directory: directory.to_owned(),
+        reason,
+    };
+    if !leaf.is_dir() {
+        std::fs::create_dir(&leaf).map_err(|source| {
+            error(
+                own,
+                format!("cannot make the bot's leaf cgroup {SERVICE_LEAF}: {source}"),
+            )
+        })?;
+    }
+    std::fs::write(leaf.join("cgroup.procs"), std::process::id().to_string()).map_err(
+        |source| {
+            error(
+                &leaf,
+                format!("cannot move the bot into its leaf cgroup: {source}"),
+            )
+        },
+    )?;
+    prepare_directory(own)
+}
+
+/// A path (or `auto`'s own cgroup, once the bot left it): made if missing,
+/// the controllers it offers enabled for its children, a child made and
+/// removed to prove it, and the empty cgroups of runs whose first process
+/// is gone (a crash) removed.
+fn prepare_directory(directory: &Path) -> Result<RunCgroups, CgroupError> {
+    let error = |reason: String| CgroupError {
+        directory: directory.to_owned(),
+        reason,
+    };
+    if !directory.is_dir() {
+        std::fs::create_dir(directory).map_err(|source| {
+            error(format!(
+                "cannot make it: {source}; make it under a cgroup v2 directory the bot may write \
+                 (mount -t cgroup2 …, or systemd's Delegate=yes), or set sandbox.cgroup = \"off\""
+            ))
+        })?;
+    }
+    let read = |name: &str| {
+        std::fs::read_to_string(directory.join(name)).map_err(|source| {
+            error(format!(
+                "cannot read {name}: {source}; it is not a cgroup v2 directory (cgroup v1 \
+                 hierarchies are not used)"
+            ))
+        })
+    };
+    let offered = read("cgroup.controllers")?;
+    for controller in CONTROLLERS {
+        let enabled = read("cgroup.subtree_control")?;
+        if enabled.split_whitespace().any(|name| name == *controller)
+            || !offered.split_whitespace().any(|name| name == *controller)
+        {
+            continue;
+        }
+        std::fs::write(
+            directory.join("cgroup.subtree_control"),
+            format!("+{controller}"),
+        )
+        .map_err(|source| {
+            error(format!(
+                "cannot give the {controller} controller to its children: {source}; a cgroup \
+                 with processes of its own cannot (cgroup v2's rule): make a directory for the \
+                 runs that holds none"
+            ))
+        })?;
+    }
+    let enabled = read("cgroup.subtree_control")?;
+    let controllers = CONTROLLERS
+        .iter()
+        .filter(|controller| enabled.split_whitespace().any(|name| name == **controller))
+        .map(|controller| (*controller).to_owned())
+        .collect();
+    let probe = directory.join(format!("review-bot-probe-{}", std::process::id()));
+    std::fs::create_dir(&probe)
+        .and_then(|()| std::fs::remove_dir(&probe))
+        .map_err(|source| {
+            error(format!(
+                "cannot make a child cgroup in it: {source}; delegate it to the bot's user"
+            ))
+        })?;
+    remove_abandoned_runs(directory);
+    Ok(RunCgroups {
+        parent: directory.to_owned(),
+        controllers,
+    })
+}
+
+/// Remove the cgroups of runs whose first process no longer exists (the bot
+/// was killed before it removed them). One still holding processes stays
+/// (removing it fails); one whose process lives belongs to a running job,
+/// of this bot or a replica sharing the directory.
+fn remove_abandoned_runs(directory: &Path) {
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(RUN_PREFIX))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        if std::fs::remove_dir(entry.path()).is_ok() {
+            tracing::info!(cgroup = %entry.path().display(), "removed the cgroup of a run a crash left");
+        }
+    }
+}
+
+impl RunCgroups {
+    /// Whether the runs' cgroups get `controller`.
+    pub fn has(&self, controller: &str) -> bool {
+        self.controllers.iter().any(|name| name == controller)
+    }
+
+    /// The bounds left to rlimits: those whose controller the runs' cgroups
+    /// do not get.
+    pub fn rlimits(&self, limits: &Limits) -> Limits {
+        Limits {
+            memory: if self.has("memory") {
+                None
+            } else {
+                limits.memory
+            },
+            processes: if self.has("pids") {
+                None
+            } else {
+                limits.processes
+            },
+            ..*limits
+        }
+    }
+
+    /// The program and arguments that put a run in its cgroup with
+    /// `limits`, to be followed by the command (an absolute path: the
+    /// wrapper runs with the command's environment).
+    pub fn wrapper_arguments(&self, limits: &Limits) -> Vec<OsString> {
+        let mut arguments: Vec<OsString> = vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            WRAPPER_SCRIPT.into(),
+            WRAPPER_NAME.into(),
+            self.parent.clone().into(),
+        ];
+        let mut file = |name: &str, value: String| {
+            arguments.push(name.into());
+            arguments.push(value.into());
+        };
+        if self.has("memory") {
+            file("memory.max", limit_value(limits.memory));
+            if limits.memory.is_some() {
+                file("?memory.swap.max", "0".to_owned());
+            }
+            file("?memory.oom.group", "1".to_owned());
+        }
+        if self.has("pids") {
+            file("pids.max", limit_value(limits.processes));
+        }
+        arguments.push("--".into());
+        arguments
+    }
+}
+
+/// A bound as a cgroup file takes it: the number, or `max`.
+fn limit_value(limit: Option<u64>) -> String {
+    limit.map_or_else(|| "max".to_owned(), |limit| limit.to_string())
+}
+
+/// The cgroup a wrapped command's first process (`leader`) makes and
+/// enters, read from the command's arguments ([`RunCgroups::wrapper_arguments`]);
+/// `None` for a command that is not wrapped.
+pub(crate) fn run_cgroup_of(command: &std::process::Command, leader: u32) -> Option<RunCgroup> {
+    let mut arguments = command.get_args();
+    if command.get_program() != "/bin/sh"
+        || arguments.next()? != "-c"
+        || arguments.next()? != WRAPPER_SCRIPT
+        || arguments.next()? != WRAPPER_NAME
+    {
+        return None;
+    }
+    let parent = Path::new(arguments.next()?);
+    Some(RunCgroup {
+        directory: parent.join(format!("{RUN_PREFIX}{leader}")),
+    })
+}
+
+/// One run's cgroup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunCgroup {
+    /// Its directory.
+    pub directory: PathBuf,
+}
+
+/// What a run hit in its cgroup, read when it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunUsage {
+    /// The most memory it held at once (`memory.peak`), where the kernel
+    /// says.
+    pub peak_memory: Option<u64>,
+    /// Processes the kernel killed for the memory bound
+    /// (`memory.events`' `oom_kill`).
+    pub memory_kills: u64,
+    /// Times a process could not be started for the process bound
+    /// (`pids.events`' `max`).
+    pub process_limit_hits: u64,
+}
+
+impl RunUsage {
+    /// What the run hit, in words (`None`: no bound).
+    pub fn bound_hit(&self) -> Option<String> {
+        let mut hits = Vec::new();
+        if self.memory_kills > 0 {
+            hits.push(format!(
+                "its memory bound (the kernel killed it {} time{}: sandbox.memory_limit_mib)",
+                self.memory_kills,
+                if self.memory_kills == 1 { "" } else { "s" }
+            ));
+        }
+        if self.process_limit_hits > 0 {
+            hits.push(format!(
+                "its process bound ({} process{} could not start: sandbox.process_limit)",
+                self.process_limit_hits,
+                if self.process_limit_hits == 1 {
+                    ""
+                } else {
+                    "es"
+                }
+            ));
+        }
+        (!hits.is_empty()).then(|| hits.join(" and "))
+    }
+}
+
+impl RunCgroup {
+    /// `cgroup.kill`: every process in it gets `SIGKILL` (kernel 5.14 and
+    /// later; the PID namespace holds them all anyway). Nothing when the
+    /// cgroup is gone or was never made.
+    pub fn kill(&self) {
+        let _ = std::fs::write(self.directory.join("cgroup.kill"), "1");
+    }
+
+    /// Kill what is left, wait (at most `bound`) until it is empty, read
+    /// what the run hit and remove the cgroup. A cgroup never made (the
+    /// wrapper failed first) is no error.
+    pub async fn end(&self, bound: Duration) -> Result<RunUsage, CgroupError> {
+        let deadline = Instant::now() + bound;
+        loop {
+            if let Some(ended) = self.try_end(deadline) {
+                return ended;
+            }
+            tokio::time::sleep(POLL_INTERVAL).await;
+        }
+    }
+
+    /// [`RunCgroup::end`] for `Drop`, where nothing can be awaited.
+    pub fn end_blocking(&self, bound: Duration) -> Result<RunUsage, CgroupError> {
+        let deadline = Instant::now() + bound;
+        loop {
+            if let Some(ended) = self.try_end(deadline) {
+                return ended;
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    /// One attempt: `Some` once over (removed, never made, or `deadline`
+    /// passed).
+    fn try_end(&self, deadline: Instant) -> Option<Result<RunUsage, CgroupError>> {
+        let events = match std::fs::read_to_string(self.directory.join("cgroup.events")) {
+            Ok(events) => events,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Some(Ok(RunUsage::default()));
+            }
+            Err(error) => {
+                return Some(Err(
+                    self.error(format!("cannot read cgroup.events: {error}"))
+                ));
+            }
+        };
+        let populated = field(&events, "populated").unwrap_or(0) != 0;
+        if populated {
+            self.kill();
+            return (Instant::now() >= deadline).then(|| {
+                Err(self.error(
+                    "processes were still in it after the run was killed; it is left in place \
+                     and removed at the next start once empty"
+                        .to_owned(),
+                ))
+            });
+        }
+        let usage = self.usage();
+        match std::fs::remove_dir(&self.directory) {
+            Ok(()) => Some(Ok(usage)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Some(Ok(usage)),
+            Err(error) if Instant::now() >= deadline => {
+                Some(Err(self.error(format!("cannot remove it: {error}"))))
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// What the run hit, from its cgroup's files (absent ones: nothing).
+    fn usage(&self) -> RunUsage {
+        let read =
+            |name: &str| std::fs::read_to_string(self.directory.join(name)).unwrap_or_default();
+        RunUsage {
+            peak_memory: read("memory.peak").trim().parse().ok(),
+            memory_kills: field(&read("memory.events"), "oom_kill").unwrap_or(0),
+            process_limit_hits: field(&read("pids.events"), "max").unwrap_or(0),
+        }
+    }
+
+    fn error(&self, reason: String) -> CgroupError {
+        CgroupError {
+            directory: self.directory.clone(),
+            reason,
+        }
+    }
+}
+
+/// A `name value` line's value in a cgroup's flat-keyed file.
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once(' ')?;
+        (key == name).then(|| value.trim().parse().ok())?
+    })
+}
+
+/// Which bounds confined runs get under `setting` with `limits`, in one
+/// line (`review-bot doctor`'s "resource bounds"); the error when an
+/// explicit directory cannot be used.
+pub fn describe(setting: &CgroupSetting, limits: &Limits) -> Result<String, CgroupError> {
+    let mib = |bytes: u64| format!("{} MiB", bytes >> 20);
+    let rlimit_memory = limits
+        .memory
+        .map(|memory| format!("memory {} per process (rlimit)", mib(memory)));
+    let rlimit_processes = limits
+        .processes
+        .map(|processes| format!("{processes} processes of the user (rlimit)"));
+    let file_size = limits
+        .file_size
+        .map(|size| format!("files {} (rlimit)", mib(size)));
+    let tmp = limits.tmp_size.map(|size| format!("/tmp {}", mib(size)));
+    let join = |parts: Vec<Option<String>>| {
+        let parts: Vec<String> = parts.into_iter().flatten().collect();
+        if parts.is_empty() {
+            "no bound".to_owned()
+        } else {
+            parts.join(", ")
+        }
+    };
+    let Some(cgroups) = prepare(setting)? else {
+        let why = match setting {
+            CgroupSetting::Off => "sandbox.cgroup = \"off\"".to_owned(),
+            _ => format!("no delegated cgroup v2: {}", unavailable_reason()),
+        };
+        return Ok(format!(
+            "rlimits ({why}): {}",
+            join(vec![rlimit_memory, rlimit_processes, file_size, tmp])
+        ));
+    };
+    let memory = if cgroups.has("memory") {
+        limits
+            .memory
+            .map(|memory| format!("memory {} per run (memory.max)", mib(memory)))
+    } else {
+        rlimit_memory.map(|text| format!("{text}, no memory controller"))
+    };
+    let processes = if cgroups.has("pids") {
+        limits
+            .processes
+            .map(|processes| format!("{processes} processes per run (pids.max)"))
+    } else {
+        rlimit_processes.map(|text| format!("{text}, no pids controller"))
+    };
+    Ok(format!(
+        "cgroup v2 (each run in a child cgroup of {}): {}",
+        cgroups.parent.display(),
+        join(vec![memory, processes, file_size, tmp])
+    ))
+}
+
+/// Why `auto` finds no delegated cgroup here.
+fn unavailable_reason() -> String {
+    match detect() {
+        CgroupSupport::Unavailable { reason } => reason,
+        CgroupSupport::Delegated { directory } => {
+            format!("{} was delegated when looked at again", directory.display())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -238,5 +802,122 @@ mod tests {
                 "{support}"
             );
         }
+    }
+
+    #[test]
+    fn the_setting_is_auto_off_or_an_absolute_path_and_says_what_else_it_takes() {
+        assert_eq!("auto".parse(), Ok(CgroupSetting::Auto));
+        assert_eq!("off".parse(), Ok(CgroupSetting::Off));
+        assert_eq!(
+            "/sys/fs/cgroup/runs".parse(),
+            Ok(CgroupSetting::Directory(PathBuf::from(
+                "/sys/fs/cgroup/runs"
+            )))
+        );
+        let error = "runs".parse::<CgroupSetting>().unwrap_err();
+        assert!(error.contains("absolute path"), "{error}");
+        assert_eq!(CgroupSetting::Off.to_string(), "off");
+    }
+
+    #[test]
+    fn the_bounds_a_cgroup_takes_are_not_rlimits_too_and_the_wrapper_writes_them() {
+        let limits = Limits {
+            tmp_size: Some(1 << 20),
+            memory: Some(64 << 20),
+            processes: Some(16),
+            file_size: Some(2 << 20),
+        };
+        let both = RunCgroups {
+            parent: PathBuf::from("/sys/fs/cgroup/runs"),
+            controllers: vec!["memory".to_owned(), "pids".to_owned()],
+        };
+        assert_eq!(
+            both.rlimits(&limits),
+            Limits {
+                memory: None,
+                processes: None,
+                ..limits
+            }
+        );
+        let arguments: Vec<String> = both
+            .wrapper_arguments(&limits)
+            .into_iter()
+            .map(|argument| argument.into_string().unwrap())
+            .collect();
+        let pairs = &arguments[5..arguments.len() - 1];
+        assert_eq!(
+            pairs,
+            [
+                "memory.max",
+                "67108864",
+                "?memory.swap.max",
+                "0",
+                "?memory.oom.group",
+                "1",
+                "pids.max",
+                "16"
+            ]
+        );
+        assert_eq!(arguments.last().map(String::as_str), Some("--"));
+        // A command made so is found to make a run cgroup named by its
+        // first process.
+        let mut command = std::process::Command::new(&arguments[0]);
+        command.args(&arguments[1..]).arg("/usr/bin/bwrap");
+        assert_eq!(
+            run_cgroup_of(&command, 42),
+            Some(RunCgroup {
+                directory: PathBuf::from("/sys/fs/cgroup/runs/review-bot-run-42")
+            })
+        );
+        assert_eq!(
+            run_cgroup_of(&std::process::Command::new("/bin/sh"), 42),
+            None
+        );
+
+        // Without the controllers, the bounds stay rlimits and the wrapper
+        // only makes and enters the cgroup; no bound is `max`.
+        let neither = RunCgroups {
+            controllers: Vec::new(),
+            ..both.clone()
+        };
+        assert_eq!(neither.rlimits(&limits), limits);
+        assert_eq!(neither.wrapper_arguments(&limits).len(), 6);
+        let unbounded = both.wrapper_arguments(&Limits::NONE);
+        assert!(unbounded.contains(&OsString::from("max")));
+        assert!(!unbounded.contains(&OsString::from("?memory.swap.max")));
+    }
+
+    #[test]
+    fn what_a_run_hit_is_read_from_the_kernels_flat_files_and_told() {
+        let events = "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 1\n";
+        assert_eq!(field(events, "oom_kill"), Some(1));
+        assert_eq!(field(events, "max"), Some(12));
+        assert_eq!(field(events, "nothing"), None);
+        assert_eq!(field("max not-a-number\n", "max"), None);
+        assert_eq!(RunUsage::default().bound_hit(), None);
+        let usage = RunUsage {
+            peak_memory: Some(1 << 30),
+            memory_kills: 1,
+            process_limit_hits: 3,
+        };
+        let told = usage.bound_hit().unwrap();
+        assert!(told.contains("killed it 1 time:"), "{told}");
+        assert!(told.contains("3 processes could not start"), "{told}");
+    }
+
+    #[test]
+    fn the_root_cgroup_is_not_taken_for_a_delegated_one() {
+        let mountinfo = "26 30 0:23 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n";
+        let support = detect_from("0::/\n", mountinfo);
+        assert!(
+            support.to_string().contains("root cgroup of the hierarchy"),
+            "{support}"
+        );
+        assert!(
+            support
+                .to_string()
+                .contains("/sys/fs/cgroup/review-bot-runs"),
+            "{support}"
+        );
     }
 }

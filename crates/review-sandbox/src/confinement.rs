@@ -44,6 +44,7 @@ use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use crate::SandboxError;
+use crate::cgroups::RunCgroups;
 
 /// The system, shown read-only when present on the host (a symbolic link,
 /// such as `/bin -> usr/bin` on a merged-`/usr` system, is recreated as the
@@ -202,6 +203,9 @@ pub struct Confinement {
     pub shown_in_masks: Vec<PathBuf>,
     /// The run's resource bounds.
     pub limits: Limits,
+    /// Where the run's own cgroup is made ([`crate::cgroups`]); `None`:
+    /// rlimits bound it.
+    pub cgroup: Option<RunCgroups>,
 }
 
 impl Default for Confinement {
@@ -221,7 +225,17 @@ impl Confinement {
             network: true,
             shown_in_masks: Vec::new(),
             limits: Limits::DEFAULT,
+            cgroup: None,
         }
+    }
+
+    /// Set [`Confinement::cgroup`]: each run gets a cgroup of its own
+    /// under it, bounded by [`Confinement::limits`] where the controllers
+    /// allow.
+    #[must_use]
+    pub fn with_cgroup(mut self, cgroup: Option<RunCgroups>) -> Self {
+        self.cgroup = cgroup;
+        self
     }
 
     /// Set [`Confinement::limits`].

@@ -51,7 +51,7 @@ mod handshake;
 mod processes;
 pub mod toolchains;
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -208,21 +208,38 @@ impl Containment {
         let Self::PidNamespace { bwrap } = self else {
             return Err(SandboxError::ConfinementNeedsBubblewrap);
         };
-        let limits = confinement.limits.prlimit_arguments();
-        let mut command = if limits.is_empty() {
+        // In front of bubblewrap: the wrapper that puts the run in its
+        // cgroup (which then takes the bounds its controllers can), then
+        // prlimit for the rest. Each execs the next in the same process, so
+        // the leader and its group stay.
+        let rlimits = match &confinement.cgroup {
+            Some(cgroups) => cgroups.rlimits(&confinement.limits),
+            None => confinement.limits,
+        };
+        let limits = rlimits.prlimit_arguments();
+        let mut chain: Vec<OsString> = Vec::new();
+        if let Some(cgroups) = &confinement.cgroup {
+            chain.extend(cgroups.wrapper_arguments(&confinement.limits));
+        }
+        if !limits.is_empty() {
+            let prlimit = find_program(Path::new(PRLIMIT)).unwrap_or_else(|| PRLIMIT.into());
+            chain.push(prlimit.into());
+            chain.extend(limits.into_iter().map(OsString::from));
+            chain.push("--".into());
+        }
+        let mut command = if chain.is_empty() {
             tokio::process::Command::new(bwrap)
         } else {
-            // prlimit sets the limits and execs bubblewrap in its place (the
-            // same process, so the leader and group stay); everything the
-            // run starts inherits them.
-            // prlimit would start, and only then fail to find bubblewrap:
-            // find it first, so a missing one is the same error as without.
+            // The next program would start, and only then fail to find
+            // bubblewrap: find it first, so a missing one is the same error
+            // as without.
             let bwrap = find_program(bwrap).ok_or_else(|| SandboxError::Containment {
                 bwrap: bwrap.clone(),
                 reason: "could not start it: not found, or not an executable file".to_owned(),
             })?;
-            let mut command = tokio::process::Command::new(PRLIMIT);
-            command.args(limits).arg("--").arg(bwrap);
+            chain.push(bwrap.into());
+            let mut command = tokio::process::Command::new(&chain[0]);
+            command.args(&chain[1..]);
             command
         };
         command
@@ -351,6 +368,19 @@ pub enum SandboxError {
     #[error("could not wait for the contained process: {0}; this is a bug or a resource limit")]
     Process(#[source] std::io::Error),
 
+    /// The run could not be put in its own cgroup (`sandbox.cgroup`): the
+    /// wrapper in front of bubblewrap said why, and nothing of the run
+    /// started.
+    #[error(
+        "could not put the run in a cgroup of its own: {reason}; check sandbox.cgroup (a cgroup \
+         v2 directory the bot may write, holding no process of its own), or set it to \"off\" \
+         to bound runs by rlimits only"
+    )]
+    Cgroup {
+        /// What the wrapper said.
+        reason: String,
+    },
+
     /// Processes of the run were still alive after they were killed and
     /// [`Contained::finish`] waited for them.
     #[error(
@@ -393,6 +423,11 @@ pub struct Contained {
     /// Once finished: the leader's exit status, and whether bubblewrap said
     /// on its status channel that it started the command.
     outcome: Option<(ExitStatus, bool)>,
+    /// The run's own cgroup, when its command was wrapped to make one
+    /// ([`cgroups::RunCgroups::wrapper_arguments`]).
+    cgroup: Option<cgroups::RunCgroup>,
+    /// Once finished: what the run hit in its cgroup.
+    usage: Option<cgroups::RunUsage>,
 }
 
 impl Contained {
@@ -469,6 +504,7 @@ impl Contained {
                 "the process exited and was reaped before its id could be read",
             )));
         };
+        let cgroup = cgroups::run_cgroup_of(command.as_std(), group);
         let leader = Pid::from_raw(i32::try_from(group).expect("process ids fit in i32"));
         let leader_exit = tokio::task::spawn_blocking(move || {
             while let Err(nix::errno::Errno::EINTR) =
@@ -483,6 +519,8 @@ impl Contained {
             finished: false,
             program: program.as_ref().to_owned(),
             outcome: None,
+            cgroup,
+            usage: None,
         })
     }
 
@@ -521,6 +559,9 @@ impl Contained {
         let group = Pid::from_raw(i32::try_from(self.group).expect("process ids fit in i32"));
         // ESRCH (nothing left) is the usual answer after a clean exit.
         let _ = killpg(group, Signal::SIGKILL);
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill();
+        }
     }
 
     /// End the namespace handshake (nothing is released after it): the
@@ -563,6 +604,12 @@ impl Contained {
                     waited: SURVIVOR_LIMIT,
                 }
             })?;
+        if let Some(cgroup) = &self.cgroup {
+            match cgroup.end(SURVIVOR_LIMIT).await {
+                Ok(usage) => self.usage = Some(usage),
+                Err(error) => tracing::warn!(%error, "the run's cgroup was not removed"),
+            }
+        }
         if let (Some(reason), Some((bwrap, _))) = (closed.failure, &self.namespace) {
             return Err(SandboxError::Containment {
                 bwrap: bwrap.clone(),
@@ -589,7 +636,24 @@ impl Contained {
         if command_ran || status.code().is_none() {
             return None;
         }
+        // The cgroup wrapper runs before bubblewrap: when it failed,
+        // bubblewrap never started, and its line says why.
+        if self.cgroup.is_some()
+            && let Some(reason) = stderr
+                .lines()
+                .find_map(|line| line.trim().strip_prefix(cgroups::WRAPPER_FAILURE))
+        {
+            return Some(SandboxError::Cgroup {
+                reason: reason.to_owned(),
+            });
+        }
         Some(bubblewrap_failure(bwrap, &self.program, stderr, status))
+    }
+
+    /// Once [`Contained::finish`] has returned: what the run hit in its own
+    /// cgroup (`None` without one, or when it could not be read).
+    pub fn usage(&self) -> Option<cgroups::RunUsage> {
+        self.usage
     }
 }
 
@@ -609,6 +673,13 @@ impl Drop for Contained {
                 survivors = %describe(&survivors),
                 "processes of a cancelled contained run outlived it"
             );
+        }
+        if let Some(Err(error)) = self
+            .cgroup
+            .as_ref()
+            .map(|cgroup| cgroup.end_blocking(SURVIVOR_LIMIT))
+        {
+            tracing::warn!(%error, "the cancelled run's cgroup was not removed");
         }
     }
 }

@@ -143,6 +143,7 @@ fn agent_error(error: SandboxError) -> AgentError {
             source,
         },
         SandboxError::Process(source) => AgentError::Process(source),
+        error @ SandboxError::Cgroup { .. } => AgentError::Cgroup(error),
         SandboxError::Survivors { survivors, waited } => {
             AgentError::Survivors { survivors, waited }
         }

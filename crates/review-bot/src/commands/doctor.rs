@@ -177,7 +177,7 @@ async fn run_checks(
     });
     checks.push(Check {
         name: "sandbox: resource bounds",
-        verdict: Ok(check_resource_bounds(config)),
+        verdict: check_resource_bounds(config).await,
     });
     checks.push(Check {
         name: "prompts",
@@ -626,13 +626,44 @@ async fn sandbox_probe(
     Ok(vec![config_verdict, write_verdict, survivor_verdict])
 }
 
-/// Which resource bounds confined runs get here: rlimits, and why not a
-/// delegated cgroup v2 ([`review_sandbox::cgroups::detect`]).
-fn check_resource_bounds(config: &Config) -> String {
-    if config.build_confinement().is_none() {
-        return "none: sandbox.mode = \"off\" (pull-request code is not confined)".to_owned();
+/// Which resource bounds confined runs get here
+/// ([`review_sandbox::cgroups::describe`]): a cgroup of their own, or
+/// rlimits and why. With a cgroup, a confined run is started in one, as a
+/// review starts it, so what this passes works.
+async fn check_resource_bounds(config: &Config) -> Result<String, Failure> {
+    let fix = "set sandbox.cgroup to a cgroup v2 directory the bot may write that holds no \
+               process of its own (or to \"auto\" under systemd with Delegate=yes), or to \
+               \"off\" to bound runs by rlimits only";
+    let Some(confinement) = config.build_confinement() else {
+        return Ok("none: sandbox.mode = \"off\" (pull-request code is not confined)".to_owned());
+    };
+    let bounds = review_sandbox::cgroups::describe(
+        &config.sandbox.cgroup_setting(),
+        &config.sandbox.limits(),
+    )
+    .map_err(|error| failure(error.to_string(), fix))?;
+    if confinement.cgroup.is_none() {
+        return Ok(bounds);
     }
-    review_sandbox::cgroups::detect().to_string()
+    let containment = config.claude_settings(|_| None).containment;
+    let directory = std::env::temp_dir();
+    let confinement = review_sandbox::Confinement::new()
+        .with_limits(confinement.limits)
+        .with_cgroup(confinement.cgroup);
+    let (_, err, finished) = run_probe(&containment, confinement, &directory, "exit 0", &[])
+        .await
+        .map_err(|error| failure(error.to_string(), fix))?;
+    match finished {
+        Ok(status) if status.success() => Ok(bounds),
+        Ok(status) => Err(failure(
+            format!(
+                "a confined run in its own cgroup ended {status}: {}",
+                err.trim()
+            ),
+            fix,
+        )),
+        Err(error) => Err(failure(error.to_string(), fix)),
+    }
 }
 
 /// Every secret file the configuration names ([`Config::secret_files`]),

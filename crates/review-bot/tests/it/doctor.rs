@@ -2,7 +2,7 @@
 //! against the GitHub simulator, the pinned Claude Code CLI, real bubblewrap,
 //! git and a SQLite file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use review_testkit::github::{GithubSim, RepositorySelection};
 
@@ -430,4 +430,102 @@ fn doctor_says_how_a_store_that_does_not_exist_yet_is_kept_from_confined_runs() 
     assert!(line.starts_with('✗'), "{line}");
     assert!(line.contains("would read it once made"), "{line}");
     assert!(line.contains("move it out of"), "{line}");
+}
+
+#[test]
+fn doctor_puts_confined_runs_in_cgroups_of_their_own_where_sandbox_cgroup_names_a_directory() {
+    let Some(claude) = review_testkit::tools::claude_for_test() else {
+        return;
+    };
+    let Some(mount) = review_sandbox::cgroups::cgroup2_mount_point() else {
+        eprintln!("no cgroup2 file system is mounted here: cannot test sandbox.cgroup");
+        return;
+    };
+    let parent = mount.join(format!("review-bot-test-doctor-{}", std::process::id()));
+    if let Err(error) = std::fs::create_dir(&parent) {
+        eprintln!("cannot make a cgroup here ({error}): cannot test sandbox.cgroup");
+        return;
+    }
+    let _cleanup = CgroupCleanup(parent.clone());
+    let sim = GithubSim::start().unwrap();
+    let bot = sim.user("review-bot");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("review-bot.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "work_dir = \"{work}\"\n\n[agent]\nclaude_path = \"{claude}\"\n",
+            work = dir.path().join("work").display(),
+            claude = claude.display(),
+        ),
+    )
+    .unwrap();
+    let doctor = |cgroup: &str| {
+        isolated(dir.path())
+            .args(["doctor"])
+            .env("REVIEW_BOT_CONFIG", &config)
+            .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
+            .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
+            .env(
+                "REVIEW_BOT_DATABASE_URL",
+                format!("sqlite://{}", dir.path().join("store.sqlite3").display()),
+            )
+            .env("REVIEW_BOT_SANDBOX_CGROUP", cgroup)
+            .assert()
+    };
+    let bounds_line = |stdout: &str| {
+        stdout
+            .lines()
+            .find(|line| line.contains(" sandbox: resource bounds: "))
+            .unwrap_or_else(|| panic!("no resource bounds in:\n{stdout}"))
+            .to_owned()
+    };
+
+    // Every confined probe of doctor's (builds, the agent's start) runs in
+    // a cgroup of its own under the directory, and none is left.
+    let runs = parent.join("runs");
+    let assert = doctor(runs.to_str().unwrap()).code(0);
+    let stdout = text(&assert.get_output().stdout);
+    let line = bounds_line(&stdout);
+    assert!(line.starts_with('✓'), "{line}");
+    assert!(
+        line.contains(&format!(
+            "cgroup v2 (each run in a child cgroup of {})",
+            runs.display()
+        )),
+        "{line}"
+    );
+    assert!(line.contains("files 8192 MiB (rlimit)"), "{line}");
+    let left: Vec<_> = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .collect();
+    assert!(left.is_empty(), "no run's cgroup is left: {left:?}");
+
+    // A directory that cannot be one: a failed check naming the key.
+    let assert = doctor("/proc/review-bot-runs").code(1);
+    let stdout = text(&assert.get_output().stdout);
+    let line = bounds_line(&stdout);
+    assert!(line.starts_with('✗'), "{line}");
+    assert!(stdout.contains("sandbox.cgroup"), "{stdout}");
+
+    // Not a path, nor auto, nor off: a configuration error.
+    let assert = doctor("cgroups-please").code(2);
+    let stderr = text(&assert.get_output().stderr);
+    assert!(
+        stderr.contains("sandbox.cgroup: `cgroups-please` is neither"),
+        "{stderr}"
+    );
+}
+
+/// Removes a test's cgroup (and its `runs` child), passed or not.
+struct CgroupCleanup(PathBuf);
+
+impl Drop for CgroupCleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(self.0.join("runs"));
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
