@@ -452,6 +452,10 @@ pub struct BuildFailure {
     /// For an environment failure: what is missing, in one line (the
     /// program, or the toolchain manager's complaint).
     pub missing: Option<String>,
+    /// The sandbox's bound the run hit, when its own cgroup says so
+    /// ([`review_sandbox::cgroups::RunUsage::bound_hit`]): "its memory
+    /// bound (…)".
+    pub bound_hit: Option<String>,
     /// The bot's own paths as the build saw them, each with what a comment
     /// shows instead (`.` for the worktree, `$HOME` for the build's home …),
     /// longest first.
@@ -680,6 +684,7 @@ pub async fn run_commands(
         output_bytes: failed.capture.bytes,
         log: failed.log,
         missing: missing.clone(),
+        bound_hit: failed.bound_hit,
         own_paths,
     };
     tracing::info!(
@@ -688,6 +693,7 @@ pub async fn run_commands(
         end = %failure.end,
         log = %failure.log.display(),
         missing = missing.as_deref().unwrap_or(""),
+        bound_hit = failure.bound_hit.as_deref().unwrap_or(""),
         "build gate failed"
     );
     Ok(if missing.is_some() {
@@ -777,6 +783,8 @@ struct Failed {
     end: CommandEnd,
     capture: Capture,
     log: PathBuf,
+    /// What the run hit in its cgroup.
+    bound_hit: Option<String>,
 }
 
 /// One command's log and what is kept of its output.
@@ -1031,6 +1039,7 @@ async fn run_session(
         end,
         capture,
         log,
+        bound_hit: contained.usage().and_then(|usage| usage.bound_hit()),
     }))
 }
 
@@ -1594,11 +1603,16 @@ pub fn command_origin(failure: &BuildFailure) -> String {
 pub fn failure_comment(failure: &BuildFailure) -> String {
     let (summary, shown) = quoted_output(failure);
     format!(
-        "**Build failed**: {} {}, so this pull request was not reviewed ({}).\n\n\
+        "**Build failed**: {} {}{}, so this pull request was not reviewed ({}).\n\n\
          <details><summary>{summary}</summary>\n\n{}\n\n</details>\n\n\
          The bot reviews a pull request once its documented build and tests pass.",
         inline_code(&failure.command),
         failure.end,
+        failure
+            .bound_hit
+            .as_ref()
+            .map(|bound| format!(" after the build hit {bound}"))
+            .unwrap_or_default(),
         command_origin(failure),
         code_block(&shown, Some("text")),
     )

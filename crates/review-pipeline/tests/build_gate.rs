@@ -916,3 +916,127 @@ async fn a_build_posing_as_bubblewrap_is_a_build_failure_blamed_on_the_pull_requ
     assert_eq!(failure.end, CommandEnd::Exited(1));
     assert!(failure.output_tail.starts_with("bwrap: Can't mount proc"));
 }
+
+/// A fresh cgroup for one test's runs under the cgroup2 mount, removed when
+/// dropped; `None` (and why) where this process may not make one.
+struct TestCgroup(std::path::PathBuf);
+
+impl TestCgroup {
+    fn new(name: &str) -> Option<Self> {
+        let mount = review_sandbox::cgroups::cgroup2_mount_point()?;
+        let directory = mount.join(format!("review-bot-test-{name}-{}", std::process::id()));
+        match std::fs::create_dir(&directory) {
+            Ok(()) => Some(Self(directory)),
+            Err(error) => {
+                eprintln!("cannot make a cgroup here ({error}): cannot test run cgroups");
+                None
+            }
+        }
+    }
+
+    fn runs(&self) -> review_sandbox::cgroups::RunCgroups {
+        review_sandbox::cgroups::prepare(&review_sandbox::cgroups::CgroupSetting::Directory(
+            self.0.clone(),
+        ))
+        .unwrap()
+        .unwrap()
+    }
+
+    /// The runs' cgroups left in it.
+    fn left(&self) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&self.0)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.is_dir())
+            .collect()
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        for left in self.left() {
+            let _ = std::fs::remove_dir(left);
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn a_confined_build_in_a_cgroup_of_its_own_fails_as_the_pr_made_it_and_leaves_no_cgroup() {
+    let Some(cgroup) = TestCgroup::new("gate") else {
+        return;
+    };
+    let detached = marker(5);
+    let fixture = Fixture::new(
+        README,
+        &[
+            (
+                "build.sh",
+                &format!("setsid sleep {detached} </dev/null >/dev/null 2>&1 &\necho built"),
+            ),
+            ("run-tests.sh", "echo 'assertion failed' >&2\nexit 3"),
+        ],
+    );
+    let run_cgroups = cgroup.runs();
+    let settings = BuildGateSettings::new(DEFAULT_TIMEOUT)
+        .with_path("/usr/local/bin:/usr/bin:/bin")
+        .with_confinement(
+            Confinement::new()
+                .with_network(false)
+                .with_cgroup(Some(run_cgroups.clone())),
+        );
+    let outcome = build_gate::run_gate(&settings, fixture.worktree(), fixture.run.path(), None)
+        .await
+        .unwrap();
+    let GateOutcome::Failed(failure) = outcome else {
+        panic!("the gate should fail: {outcome:?}");
+    };
+    assert_eq!(failure.end, CommandEnd::Exited(3));
+    assert_eq!(failure.bound_hit, None, "no bound was hit");
+    assert!(failure.output_tail.contains("assertion failed"));
+    assert!(cgroup.left().is_empty(), "{:?}", cgroup.left());
+    assert_eq!(live_processes_with_argument(&detached), Vec::<u32>::new());
+
+    // Where the kernel gives the memory controller: a build that takes more
+    // than its bound is killed whole, and the comment says which bound.
+    if !run_cgroups.has("memory") {
+        eprintln!(
+            "no memory controller for {}: the memory bound stays an rlimit",
+            cgroup.0.display()
+        );
+        return;
+    }
+    let fixture = Fixture::new(
+        TESTS_ONLY_README,
+        &[(
+            "run-tests.sh",
+            "head -c 134217728 /dev/zero > /tmp/big\necho survived",
+        )],
+    );
+    let limits = review_sandbox::Limits {
+        memory: Some(64 << 20),
+        tmp_size: Some(256 << 20),
+        ..review_sandbox::Limits::DEFAULT
+    };
+    let settings = BuildGateSettings::new(DEFAULT_TIMEOUT)
+        .with_path("/usr/local/bin:/usr/bin:/bin")
+        .with_confinement(
+            Confinement::new()
+                .with_limits(limits)
+                .with_cgroup(Some(run_cgroups)),
+        );
+    let outcome = build_gate::run_gate(&settings, fixture.worktree(), fixture.run.path(), None)
+        .await
+        .unwrap();
+    let GateOutcome::Failed(failure) = outcome else {
+        panic!("the gate should fail: {outcome:?}");
+    };
+    let bound = failure.bound_hit.clone().expect("the memory bound was hit");
+    assert!(bound.contains("sandbox.memory_limit_mib"), "{bound}");
+    assert!(
+        build_gate::failure_comment(&failure).contains("after the build hit its memory bound"),
+        "{}",
+        build_gate::failure_comment(&failure)
+    );
+}

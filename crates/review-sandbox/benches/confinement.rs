@@ -5,7 +5,10 @@
 //! sized `/tmp`), through the crate's own API (the confined runs include
 //! computing the mounts: canonical paths, credential masks); and the agent
 //! start with its run directory read-only and a scratch directory made and
-//! removed per start (issue 26, round two).
+//! removed per start (issue 26, round two); and each of those bounded starts
+//! in a cgroup v2 of its own (the `sh` wrapper, `mkdir`, the bound files,
+//! `cgroup.kill` and `rmdir` at the end), where this process may make one
+//! under the cgroup2 mount.
 //!
 //! `cargo bench -p review-sandbox --bench confinement`
 
@@ -13,7 +16,13 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use std::sync::OnceLock;
+
+use review_sandbox::cgroups::{CgroupSetting, RunCgroups};
 use review_sandbox::{Confinement, Contained, Containment, Limits, toolchain_directories};
+
+/// The parent of the runs' cgroups, when one could be made.
+static CGROUPS: OnceLock<Option<RunCgroups>> = OnceLock::new();
 
 const RUNS: usize = 20;
 
@@ -26,29 +35,47 @@ enum Mode {
     Unbounded,
     /// Confined, with the default bounds.
     Bounded,
+    /// Confined, with the default bounds, in a cgroup of its own.
+    Cgroup,
 }
 
 impl Mode {
-    const ALL: [Self; 3] = [Self::Namespace, Self::Unbounded, Self::Bounded];
+    const ALL: [Self; 4] = [
+        Self::Namespace,
+        Self::Unbounded,
+        Self::Bounded,
+        Self::Cgroup,
+    ];
 
     const fn name(self) -> &'static str {
         match self {
             Self::Namespace => "PID namespace only",
             Self::Unbounded => "confined, no bounds",
             Self::Bounded => "confined, bounded",
+            Self::Cgroup => "bounded, own cgroup",
         }
     }
 
     fn limits(self) -> Limits {
         match self {
-            Self::Bounded => Limits::DEFAULT,
+            Self::Bounded | Self::Cgroup => Limits::DEFAULT,
             Self::Namespace | Self::Unbounded => Limits::NONE,
+        }
+    }
+
+    /// The confinement for this mode.
+    fn confine(self, confinement: &Confinement) -> Confinement {
+        let confinement = confinement.clone().with_limits(self.limits());
+        match self {
+            Self::Cgroup => confinement.with_cgroup(CGROUPS.get().cloned().flatten()),
+            _ => confinement,
         }
     }
 }
 
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let cgroup_parent = prepare_cgroups();
     let root = tempfile::tempdir().expect("a directory");
     let worktree = root.path().join("worktree");
     let run = root.path().join("run");
@@ -69,8 +96,8 @@ fn main() {
     let sh = |mode: Mode| {
         let mut command = match mode {
             Mode::Namespace => containment.command("sh"),
-            Mode::Unbounded | Mode::Bounded => containment
-                .confined_command("sh", &confinement.clone().with_limits(mode.limits()))
+            Mode::Unbounded | Mode::Bounded | Mode::Cgroup => containment
+                .confined_command("sh", &mode.confine(&confinement))
                 .expect("confined"),
         };
         command.arg("-c").arg("true");
@@ -96,11 +123,8 @@ fn main() {
     let cli = |mode: Mode| {
         let mut command = match mode {
             Mode::Namespace => containment.command(&claude),
-            Mode::Unbounded | Mode::Bounded => containment
-                .confined_command(
-                    &claude,
-                    &agent_confinement.clone().with_limits(mode.limits()),
-                )
+            Mode::Unbounded | Mode::Bounded | Mode::Cgroup => containment
+                .confined_command(&claude, &mode.confine(&agent_confinement))
                 .expect("confined"),
         };
         command.arg("--version").env("HOME", &run);
@@ -134,10 +158,7 @@ fn main() {
         for directory in ["home", "tmp"] {
             std::fs::create_dir_all(scratch.join(directory)).expect("scratch made");
         }
-        let confinement = scratch_confinement
-            .clone()
-            .with_writable(&scratch)
-            .with_limits(mode.limits());
+        let confinement = mode.confine(&scratch_confinement.clone().with_writable(&scratch));
         let mut command = containment
             .confined_command(&claude, &confinement)
             .expect("confined");
@@ -152,9 +173,38 @@ fn main() {
         &runtime,
         &containment,
         &worktree,
-        &[Mode::Unbounded, Mode::Bounded],
+        &[Mode::Unbounded, Mode::Bounded, Mode::Cgroup],
         cli_with_scratch,
     );
+    if let Some(parent) = cgroup_parent {
+        let _ = std::fs::remove_dir(parent);
+    }
+}
+
+/// Make a parent for the runs' cgroups under the cgroup2 mount, when this
+/// process may, and keep it in [`CGROUPS`]; its path, to remove at the end.
+fn prepare_cgroups() -> Option<std::path::PathBuf> {
+    let parent = review_sandbox::cgroups::cgroup2_mount_point()
+        .map(|mount| mount.join(format!("review-bot-bench-{}", std::process::id())));
+    let cgroups = parent.as_ref().and_then(|parent| {
+        review_sandbox::cgroups::prepare(&CgroupSetting::Directory(parent.clone()))
+            .inspect_err(|error| println!("no run cgroups here: {error}"))
+            .ok()
+            .flatten()
+    });
+    if let Some(cgroups) = &cgroups {
+        println!(
+            "run cgroups under {} (controllers given: {})",
+            cgroups.parent.display(),
+            if cgroups.controllers.is_empty() {
+                "none".to_owned()
+            } else {
+                cgroups.controllers.join(", ")
+            }
+        );
+    }
+    CGROUPS.set(cgroups).expect("set once");
+    parent
 }
 
 fn report(
@@ -166,6 +216,9 @@ fn report(
     make: impl Fn(Mode) -> tokio::process::Command,
 ) {
     for &mode in modes {
+        if matches!(mode, Mode::Cgroup) && CGROUPS.get().is_none_or(Option::is_none) {
+            continue;
+        }
         let mut times: Vec<Duration> = (0..RUNS)
             .map(|_| {
                 let started = Instant::now();

@@ -244,7 +244,7 @@ exec "$@"
 const WRAPPER_NAME: &str = "review-bot-cgroup";
 
 /// How often a run's cgroup is looked at while it empties.
-const POLL_INTERVAL: Duration = Duration::from_millis(5);
+const POLL_INTERVAL: Duration = Duration::from_millis(2);
 
 /// `sandbox.cgroup`: where confined runs' cgroups are made.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
