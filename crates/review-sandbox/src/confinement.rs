@@ -28,11 +28,12 @@
 //! `prlimit` started in front of bubblewrap, whose limits the run inherits):
 //! the data segment (`RLIMIT_DATA`, what `malloc` and writable mappings
 //! take), the size of a file it writes (`RLIMIT_FSIZE`) and the number of
-//! processes of the user (`RLIMIT_NPROC`). These are rlimits, not a cgroup:
-//! the bot runs on hosts where no cgroup v2 is delegated to it (cgroup v1 in
-//! containers, services without `Delegate=`), and rlimits need no privilege.
-//! The memory limit is per process, and the process limit counts every
-//! process of the user the run runs as (for a root service, all root's).
+//! processes of the user (`RLIMIT_NPROC`). With [`Confinement::cgroup`] the
+//! run is also put in a cgroup v2 of its own, which then takes the memory
+//! and process bounds for the whole run where its controllers allow
+//! ([`crate::cgroups`]); without one, the memory limit is per process, and
+//! the process limit counts every process of the user the run runs as (for
+//! a root service, all root's).
 //!
 //! The processes run without any capability (`--cap-drop ALL`: bubblewrap
 //! started as root would otherwise keep them, and with them `mount`), with
@@ -113,9 +114,12 @@ pub struct Limits {
     /// Bytes of the private `/tmp` (and of `/var/tmp`): a tmpfs takes the
     /// host's memory, by default up to half of it.
     pub tmp_size: Option<u64>,
-    /// Bytes of data segment per process (`RLIMIT_DATA`).
+    /// Bytes of memory: the whole run's (`memory.max`) in a cgroup of its
+    /// own with the `memory` controller, else data segment per process
+    /// (`RLIMIT_DATA`).
     pub memory: Option<u64>,
-    /// Processes of the run's user (`RLIMIT_NPROC`).
+    /// Processes: the whole run's (`pids.max`) in a cgroup of its own with
+    /// the `pids` controller, else of the run's user (`RLIMIT_NPROC`).
     pub processes: Option<u64>,
     /// Bytes of one file written (`RLIMIT_FSIZE`; past it, `SIGXFSZ`).
     pub file_size: Option<u64>,
