@@ -4,8 +4,12 @@
 //! venv with pyenv's python; each repository's second build uses its
 //! dependency caches (cargo downloads nothing again; pip too when the index
 //! allows caching), another repository does not see them, and the real
-//! home's other files stay out of reach. Builds
-//! download from crates.io and `PyPI`. Also [`build_gate::probe`]: a found
+//! home's other files stay out of reach; a real Node project (is-number)
+//! installs its test runner with npm and passes its mocha tests, its second
+//! install from the repository's npm cache. Where this process may make a
+//! cgroup under the cgroup2 mount, every build runs in a cgroup of its own
+//! (`sandbox.cgroup`), and none is left after it. Builds download from
+//! crates.io, `PyPI` and the npm registry. Also [`build_gate::probe`]: a found
 //! program, a missing one, one that does not start.
 //!
 //! The wall time of each build is printed (`-- --nocapture`).
@@ -28,16 +32,49 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A bot's work directory for the test: `caches/` and a run directory per job.
+/// A bot's work directory for the test: `caches/` and a run directory per
+/// job; and, where one can be made, a cgroup for the builds' own cgroups.
 struct Work {
     root: TempDir,
+    cgroup: Option<PathBuf>,
 }
 
 impl Work {
     fn new() -> Self {
+        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let cgroup = review_sandbox::cgroups::cgroup2_mount_point()
+            .map(|mount| {
+                mount.join(format!(
+                    "review-bot-test-toolchains-{}-{}",
+                    std::process::id(),
+                    COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                ))
+            })
+            .filter(|directory| match std::fs::create_dir(directory) {
+                Ok(()) => true,
+                Err(error) => {
+                    eprintln!("cannot make a cgroup ({error}): builds are bounded by rlimits");
+                    false
+                }
+            });
         Self {
             root: tempfile::tempdir().unwrap(),
+            cgroup,
         }
+    }
+
+    /// The builds' cgroups left in the test's cgroup (none: each is removed
+    /// when its build ends).
+    fn cgroups_left(&self) -> Vec<PathBuf> {
+        let Some(cgroup) = &self.cgroup else {
+            return Vec::new();
+        };
+        std::fs::read_dir(cgroup)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.is_dir())
+            .collect()
     }
 
     fn caches(&self) -> PathBuf {
@@ -46,8 +83,15 @@ impl Work {
 
     /// Confined, with the network (for the registries), caches on.
     fn settings(&self) -> BuildGateSettings {
+        let cgroups = self.cgroup.as_ref().map(|cgroup| {
+            review_sandbox::cgroups::prepare(&review_sandbox::cgroups::CgroupSetting::Directory(
+                cgroup.clone(),
+            ))
+            .unwrap()
+            .unwrap()
+        });
         BuildGateSettings::new(DEFAULT_TIMEOUT)
-            .with_confinement(Confinement::new().with_network(true))
+            .with_confinement(Confinement::new().with_network(true).with_cgroup(cgroups))
             .with_caches(self.caches())
     }
 
@@ -92,12 +136,28 @@ impl Work {
             .await
             .unwrap();
         let elapsed = started.elapsed();
+        assert_eq!(
+            self.cgroups_left(),
+            Vec::<PathBuf>::new(),
+            "no build's cgroup is left"
+        );
         let mut logs = String::new();
         for index in 1..=commands.build.len() {
             let log = run.join(format!("build/{index:02}.log"));
             logs.push_str(&std::fs::read_to_string(log).unwrap_or_default());
         }
         (outcome, logs, elapsed)
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if let Some(cgroup) = &self.cgroup {
+            for left in self.cgroups_left() {
+                let _ = std::fs::remove_dir(left);
+            }
+            let _ = std::fs::remove_dir(cgroup);
+        }
     }
 }
 
@@ -270,6 +330,55 @@ async fn a_real_python_project_builds_in_a_venv_and_its_second_build_downloads_n
     eprintln!(
         "tomli (venv, pip install -e . pytest, pytest, confined): first build {:.1} s, second \
          build (caches) {:.1} s",
+        first_time.as_secs_f64(),
+        second_time.as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn a_real_node_project_installs_its_test_runner_with_npm_and_passes_its_tests() {
+    let work = Work::new();
+    let is_number = fixture("is-number");
+    // Its README documents `npm install` and `npm test`; mocha alone is
+    // named so the install does not wait on the package's other tools.
+    let commands = [
+        "npm install --no-save --no-audit --no-fund --no-package-lock mocha@3.5.3",
+        "npm test",
+    ];
+
+    let (outcome, first, first_time) = work
+        .build(
+            "jonschlinkert/is-number",
+            "is-number-1",
+            &is_number,
+            &commands,
+        )
+        .await;
+    passed(&outcome, &first);
+    assert!(first.contains(" passing"), "{first}");
+    // npm keeps its downloads in the repository's cache, not the job's HOME.
+    let npm_cache = work.caches().join("jonschlinkert/is-number/npm");
+    assert!(!listing(&npm_cache).is_empty());
+
+    let (outcome, second, second_time) = work
+        .build(
+            "jonschlinkert/is-number",
+            "is-number-2",
+            &is_number,
+            &commands,
+        )
+        .await;
+    passed(&outcome, &second);
+    assert!(second.contains(" passing"), "{second}");
+
+    eprintln!(
+        "is-number (npm install mocha, npm test, confined{}): first build {:.1} s, second \
+         build (caches) {:.1} s",
+        if work.cgroup.is_some() {
+            ", own cgroup"
+        } else {
+            ""
+        },
         first_time.as_secs_f64(),
         second_time.as_secs_f64()
     );
