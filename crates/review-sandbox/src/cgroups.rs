@@ -109,55 +109,59 @@ pub fn detect_from(cgroup: &str, mountinfo: &str) -> CgroupSupport {
     check_directory(&directory)
 }
 
-/// Whether `directory` (a cgroup v2 directory) offers [`CONTROLLERS`] and
-/// lets this process make child cgroups.
+/// Whether `directory` (a cgroup v2 directory, this process's own) is
+/// delegated to this process: marked so by its manager (systemd's
+/// `Delegate=yes` sets the `trusted.delegate` attribute, a user manager's
+/// `user.delegate`), or, for a service that is not root, owned by its user
+/// (only delegation gives a user a cgroup) — and its
+/// `cgroup.subtree_control` writable. The controllers it offers are not
+/// required: a run gets its own cgroup either way, and a bound whose
+/// controller is missing stays an rlimit ([`describe`] says which).
 pub fn check_directory(directory: &Path) -> CgroupSupport {
+    use std::os::unix::fs::MetadataExt as _;
     let unavailable = |reason: String| CgroupSupport::Unavailable { reason };
-    let controllers = match std::fs::read_to_string(directory.join("cgroup.controllers")) {
-        Ok(text) => text,
-        Err(error) => {
-            return unavailable(format!(
-                "cannot read {}/cgroup.controllers: {error}",
-                directory.display()
-            ));
-        }
-    };
-    let offered: Vec<&str> = controllers.split_whitespace().collect();
-    let missing: Vec<&str> = CONTROLLERS
-        .iter()
-        .copied()
-        .filter(|controller| !offered.contains(controller))
-        .collect();
-    if !missing.is_empty() {
+    if let Err(error) = std::fs::read_to_string(directory.join("cgroup.controllers")) {
         return unavailable(format!(
-            "the cgroup {} does not offer the {} controller(s)",
-            directory.display(),
-            missing.join(" and ")
+            "cannot read {}/cgroup.controllers: {error}",
+            directory.display()
         ));
     }
-    // Delegated: the directory is ours (systemd chowns it to the service's
-    // user; root owns every one) and its `cgroup.subtree_control` opens for
-    // writing (opening writes nothing).
-    let ours = {
-        use std::os::unix::fs::MetadataExt as _;
-        let own = std::fs::metadata("/proc/self").map(|metadata| metadata.uid());
-        let owner = std::fs::metadata(directory).map(|metadata| metadata.uid());
-        matches!((own, owner), (Ok(own), Ok(owner)) if own == 0 || own == owner)
-    };
-    let subtree_writable = std::fs::OpenOptions::new()
+    let own = std::fs::metadata("/proc/self").map(|metadata| metadata.uid());
+    let owner = std::fs::metadata(directory).map(|metadata| metadata.uid());
+    let owned_by_a_user = matches!((own, owner), (Ok(own), Ok(owner)) if own != 0 && own == owner);
+    if !(marked_delegated(directory) || owned_by_a_user) {
+        return unavailable(format!(
+            "the cgroup {} is not delegated to this service (systemd's Delegate=yes marks it \
+             with the trusted.delegate attribute): run the service with Delegate=yes, or give \
+             the runs a directory of their own with sandbox.cgroup",
+            directory.display()
+        ));
+    }
+    // Opening writes nothing.
+    if let Err(error) = std::fs::OpenOptions::new()
         .write(true)
         .open(directory.join("cgroup.subtree_control"))
-        .is_ok();
-    if !ours || !subtree_writable {
+    {
         return unavailable(format!(
-            "the cgroup {} is not delegated to this user (run the service with systemd's \
-             Delegate=yes)",
+            "the cgroup {} is marked delegated, but its cgroup.subtree_control is not writable \
+             by this user: {error}",
             directory.display()
         ));
     }
     CgroupSupport::Delegated {
         directory: directory.to_owned(),
     }
+}
+
+/// Whether `directory` carries a `trusted.delegate` or `user.delegate`
+/// attribute of `1` (what systemd sets on the cgroup of a unit with
+/// `Delegate=`).
+fn marked_delegated(directory: &Path) -> bool {
+    ["trusted.delegate", "user.delegate"].iter().any(|name| {
+        let mut value = [0_u8; 8];
+        rustix::fs::getxattr(directory, *name, &mut value[..])
+            .is_ok_and(|length| value.get(..length) == Some(b"1".as_slice()))
+    })
 }
 
 /// Where the cgroup2 file system is mounted here (`/proc/self/mountinfo`),
@@ -351,14 +355,23 @@ fn prepare_own(own: &Path) -> Result<RunCgroups, CgroupError> {
             )
         })?;
     }
-    std::fs::write(leaf.join("cgroup.procs"), std::process::id().to_string()).map_err(
-        |source| {
-            error(
-                &leaf,
-                format!("cannot move the bot into its leaf cgroup: {source}"),
-            )
-        },
-    )?;
+    // Every process of the cgroup is the service's (a delegated cgroup is
+    // its own): all move, or the controllers cannot be given to the runs.
+    let procs = std::fs::read_to_string(own.join("cgroup.procs"))
+        .map_err(|source| error(own, format!("cannot read cgroup.procs: {source}")))?;
+    for pid in procs.lines().map(str::trim).filter(|pid| !pid.is_empty()) {
+        if let Err(source) = std::fs::write(leaf.join("cgroup.procs"), pid) {
+            // One that exited meanwhile is gone anyway.
+            if Path::new(&format!("/proc/{pid}")).exists() {
+                return Err(error(
+                    &leaf,
+                    format!(
+                        "cannot move the service's process {pid} into its leaf cgroup: {source}"
+                    ),
+                ));
+            }
+        }
+    }
     prepare_directory(own)
 }
 
@@ -774,20 +787,21 @@ mod tests {
     }
 
     #[test]
-    fn a_directory_with_the_controllers_that_this_user_may_write_is_delegated() {
+    fn a_directory_that_is_no_cgroup_or_not_marked_delegated_is_not_taken() {
         let root = tempfile::tempdir().unwrap();
         let directory = root.path();
-        std::fs::write(directory.join("cgroup.controllers"), "cpu io pids\n").unwrap();
-        std::fs::write(directory.join("cgroup.subtree_control"), "").unwrap();
         let support = check_directory(directory);
-        assert!(support.to_string().contains("memory"), "{support}");
-        std::fs::write(directory.join("cgroup.controllers"), "cpu memory pids\n").unwrap();
-        assert_eq!(
-            check_directory(directory),
-            CgroupSupport::Delegated {
-                directory: directory.to_owned()
-            }
+        assert!(
+            support.to_string().contains("cgroup.controllers"),
+            "{support}"
         );
+        std::fs::write(directory.join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+        std::fs::write(directory.join("cgroup.subtree_control"), "").unwrap();
+        // Root owns every cgroup: only the manager's mark says delegated.
+        if rustix::process::geteuid().is_root() {
+            let support = check_directory(directory);
+            assert!(support.to_string().contains("Delegate=yes"), "{support}");
+        }
     }
 
     /// This machine, as it is: whatever it has, the detection answers

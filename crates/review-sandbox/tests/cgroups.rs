@@ -360,3 +360,98 @@ async fn the_memory_bound_holds_for_the_whole_run_where_the_memory_controller_is
     let usage = run.usage().expect("read from the cgroup");
     assert!(usage.memory_kills > 0, "{usage:?}");
 }
+
+/// Puts this test's process back in the hierarchy's root cgroup and removes
+/// the test's cgroups, passed or not.
+struct MovedIntoCgroup {
+    mount: PathBuf,
+    directory: PathBuf,
+}
+
+impl Drop for MovedIntoCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::write(
+            self.mount.join("cgroup.procs"),
+            std::process::id().to_string(),
+        );
+        let _ = std::fs::remove_dir(self.directory.join(cgroups::SERVICE_LEAF));
+        let _ = std::fs::remove_dir(&self.directory);
+    }
+}
+
+/// `auto`, as under systemd's `Delegate=yes`: this test's process is moved
+/// into a cgroup of its own; unmarked (root owns every cgroup), it is not
+/// taken; marked `trusted.delegate` as systemd marks it, the bot moves
+/// itself into the `review-bot` leaf and its runs get cgroups beside it.
+#[tokio::test]
+async fn auto_takes_the_services_own_cgroup_only_when_it_is_marked_delegated() {
+    let Some(parent) = Parent::new() else { return };
+    let mount = cgroups::cgroup2_mount_point().unwrap();
+    let own = parent.directory.clone();
+    // The test's `Parent` guard must not remove it first.
+    std::mem::forget(parent);
+    let _moved = MovedIntoCgroup {
+        mount: mount.clone(),
+        directory: own.clone(),
+    };
+    std::fs::write(own.join("cgroup.procs"), std::process::id().to_string()).unwrap();
+    let relative = own.strip_prefix(&mount).unwrap();
+    assert_eq!(
+        std::fs::read_to_string("/proc/self/cgroup")
+            .unwrap()
+            .lines()
+            .find_map(|line| line.strip_prefix("0::"))
+            .map(str::to_owned),
+        Some(format!("/{}", relative.display()))
+    );
+
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("only root may set trusted.delegate: cannot test auto here");
+        return;
+    }
+    let support = cgroups::detect();
+    assert!(
+        support
+            .to_string()
+            .contains("not delegated to this service"),
+        "{support}"
+    );
+    rustix::fs::setxattr(
+        &own,
+        "trusted.delegate",
+        b"1",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
+    assert_eq!(
+        cgroups::detect(),
+        cgroups::CgroupSupport::Delegated {
+            directory: own.clone()
+        }
+    );
+
+    let run_cgroups = cgroups::prepare(&CgroupSetting::Auto)
+        .unwrap()
+        .expect("a delegated cgroup");
+    assert_eq!(run_cgroups.parent, own);
+    let leaf = own.join(cgroups::SERVICE_LEAF);
+    assert!(
+        members(&leaf).contains(&std::process::id()),
+        "the bot moved into its leaf"
+    );
+    assert!(
+        members(&own).is_empty(),
+        "the runs' parent holds no process"
+    );
+
+    let confinement = Confinement::new().with_cgroup(Some(run_cgroups));
+    let mut run = start(&confinement, "echo started; read line");
+    let mut stdout = tokio::io::BufReader::new(run.child_mut().stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).await.unwrap();
+    let run_cgroup = own.join(format!("{}{}", cgroups::RUN_PREFIX, run.id()));
+    assert!(members(&run_cgroup).contains(&run.id()), "beside the leaf");
+    run.kill();
+    run.finish().await.unwrap();
+    assert!(!run_cgroup.exists());
+}
