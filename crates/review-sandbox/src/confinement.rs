@@ -605,6 +605,14 @@ fn masks(mounts: &[Mount], readable: &[PathBuf], hidden: &[PathBuf]) -> Vec<Path
             masks.push(directory);
         }
     }
+    // What lies inside a masked directory is masked with it (and could not
+    // be mounted over in its read-only tmpfs).
+    let directories: Vec<PathBuf> = masks.iter().filter(|mask| mask.is_dir()).cloned().collect();
+    masks.retain(|mask| {
+        !directories
+            .iter()
+            .any(|directory| mask != directory && mask.starts_with(directory))
+    });
     masks.sort_by_key(|path| depth(path));
     masks
 }
@@ -615,11 +623,14 @@ fn masks(mounts: &[Mount], readable: &[PathBuf], hidden: &[PathBuf]) -> Vec<Path
 pub enum SecretVisibility {
     /// It lies outside everything the run sees (now, and once it exists).
     Outside,
-    /// It exists and is masked (an empty file or directory over it).
+    /// It exists and is masked (an empty file or directory over it). A
+    /// file: its directory is a path the run is shown, which cannot be
+    /// masked whole, so a file put in its place while a run lasts would be
+    /// visible to that run.
     Masked,
-    /// It does not exist now, and the directory it would appear in (its
-    /// nearest existing ancestor, this path) is masked: made later, it is
-    /// neither readable nor creatable inside.
+    /// Its directory (for a missing one, the nearest existing ancestor it
+    /// would appear in; this path) is masked: the file, one that replaces
+    /// it, and one made later are neither readable nor creatable inside.
     DirectoryMasked(PathBuf),
     /// It does not exist now and would be visible once made: the nearest
     /// directory it would appear in is itself a path the run is shown (or
@@ -634,7 +645,7 @@ impl std::fmt::Display for SecretVisibility {
             Self::Masked => formatter.write_str("masked"),
             Self::DirectoryMasked(directory) => write!(
                 formatter,
-                "missing now; the directory it would appear in, {}, is hidden",
+                "hidden with its directory, {}",
                 directory.display()
             ),
             Self::Exposed(directory) => write!(
@@ -675,7 +686,17 @@ fn visibility(secret: &Path, shown: &[&Path]) -> SecretVisibility {
         return SecretVisibility::Outside;
     };
     if missing.is_empty() {
-        SecretVisibility::Masked
+        // A file may be replaced while a run lasts (SQLite deletes its
+        // `-wal` and makes it again, an editor saves by renaming over it):
+        // a mask over the old file would not cover the new one. Its
+        // directory is masked when it can be, so what takes its place is
+        // hidden too.
+        match place.parent() {
+            Some(parent) if !place.is_dir() && parent != *root && parent.starts_with(root) => {
+                SecretVisibility::DirectoryMasked(parent.to_owned())
+            }
+            _ => SecretVisibility::Masked,
+        }
     } else if ancestor != *root && ancestor.is_dir() {
         SecretVisibility::DirectoryMasked(ancestor)
     } else {

@@ -545,3 +545,76 @@ async fn a_secret_made_after_the_build_started_is_neither_readable_nor_creatable
     }
     assert!(!planted.exists() && !data.join("new").exists());
 }
+
+/// A secret that exists when the build starts and is replaced while it
+/// runs — SQLite deletes its `-wal` and makes it again, an editor saves the
+/// config by renaming a new file over it — is hidden after as before: its
+/// directory is masked, not the old file. In a directory that cannot be
+/// masked whole (a shown root), the old file is masked and the visibility
+/// says so.
+#[tokio::test]
+async fn a_secret_replaced_while_the_build_runs_stays_hidden() {
+    use review_sandbox::SecretVisibility;
+
+    let world = World::new();
+    let data = world.bot_home().join(".local/share/review-bot");
+    std::fs::create_dir_all(&data).unwrap();
+    let store = data.join("store.db");
+    let wal = data.join("store.db-wal");
+    let config = data.join("review-bot.toml");
+    for file in [&store, &wal, &config] {
+        std::fs::write(file, "old\n").unwrap();
+    }
+    let confinement = world
+        .confinement()
+        .with_hidden(&store)
+        .with_hidden(&wal)
+        .with_hidden(&config);
+    let canonical_data = std::fs::canonicalize(&data).unwrap();
+    assert_eq!(
+        confinement.secret_visibility(&wal),
+        SecretVisibility::DirectoryMasked(canonical_data)
+    );
+    let in_root = world.bot_home().join("key.pem");
+    std::fs::write(&in_root, "key\n").unwrap();
+    assert_eq!(
+        confinement.secret_visibility(&in_root),
+        SecretVisibility::Masked
+    );
+
+    let ready = world.run("pr-1").join("ready");
+    let go = world.run("pr-1").join("go");
+    let script = format!(
+        "touch {ready}\n\
+         until [ -e {go} ]; do sleep 0.01; done\n\
+         for file in {store} {wal} {config}; do cat $file 2>/dev/null; done\n\
+         echo end\n",
+        ready = ready.display(),
+        go = go.display(),
+        store = store.display(),
+        wal = wal.display(),
+        config = config.display(),
+    );
+    let bot = async {
+        while !ready.exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // Deleted and made again; replaced by a rename.
+        std::fs::remove_file(&wal).unwrap();
+        std::fs::write(&wal, CANARY).unwrap();
+        let new_config = data.join("review-bot.toml.new");
+        std::fs::write(&new_config, CANARY).unwrap();
+        std::fs::rename(&new_config, &config).unwrap();
+        std::fs::remove_file(&store).unwrap();
+        std::fs::write(&store, CANARY).unwrap();
+        std::fs::write(&go, "").unwrap();
+    };
+    let ((status, output), ()) = tokio::join!(world.sh(&confinement, &script), bot);
+    assert_eq!(status, Some(0), "{output}");
+    assert!(output.contains("end"), "{output}");
+    assert!(
+        !output.contains(CANARY),
+        "a replaced secret was read: {output}"
+    );
+    assert!(!output.contains("old"), "{output}");
+}

@@ -808,11 +808,26 @@ fn describe_secrets(
         .enumerate()
         .map(|(index, path)| {
             let path_text = path.display().to_string();
-            if existed[index] {
-                return (path_text, "not readable".to_owned());
-            }
             let how: Vec<&SecretVisibility> =
                 visibilities.iter().map(|each| &each[index]).collect();
+            if existed[index] {
+                // Masked where it is, in a directory a run is shown: a file
+                // put in its place while a run lasts would not be.
+                let replaceable = path.is_file()
+                    && how
+                        .iter()
+                        .any(|visibility| matches!(visibility, SecretVisibility::Masked));
+                return (
+                    path_text,
+                    if replaceable {
+                        "not readable, but a file put in its place while a run lasts would be \
+                         (its directory is shown to runs): keep it in a directory of its own"
+                            .to_owned()
+                    } else {
+                        "not readable".to_owned()
+                    },
+                );
+            }
             let hidden: Vec<String> = how
                 .iter()
                 .filter_map(|visibility| match visibility {
