@@ -62,6 +62,7 @@
 
 pub mod config_directory;
 pub mod environment;
+pub mod home_directory;
 pub mod key_proxy;
 mod mcp_config;
 mod outcome;
@@ -504,11 +505,20 @@ impl ClaudeCode {
                 source,
             }
         })?;
-        let home_directory = if let Some(directory) = &self.settings.home_directory {
-            create(directory)?;
-            directory.clone()
-        } else {
-            scratch.directory(scratch::HOME_NAME)?
+        // Confined, a configured home is copied into the run's own
+        // (`home_directory`): one shared between runs would carry what one
+        // run plants (a `.bashrc`) into the next.
+        let home_directory = match (&self.settings.home_directory, &self.settings.confinement) {
+            (Some(template), Some(_)) => {
+                let home = scratch.directory(scratch::HOME_NAME)?;
+                home_directory::copy_template(template, &home)?;
+                home
+            }
+            (Some(directory), None) => {
+                create(directory)?;
+                directory.clone()
+            }
+            (None, _) => scratch.directory(scratch::HOME_NAME)?,
         };
         let proxied;
         let environment_settings = match proxy {
@@ -541,12 +551,9 @@ impl ClaudeCode {
                         .and_then(|found| std::fs::canonicalize(found).ok())
                         .unwrap_or_else(|| self.settings.executable.clone());
                 // The scratch directory (home, tmp and configuration
-                // directory inside), a configured home, and the caller's
-                // output directories; never the run directory.
+                // directory inside) and the caller's output directories;
+                // never the run directory.
                 let mut writable: Vec<&Path> = vec![scratch.path()];
-                if !home_directory.starts_with(scratch.path()) {
-                    writable.push(&home_directory);
-                }
                 writable.extend(run.output_directories.iter().map(PathBuf::as_path));
                 let confinement =
                     Self::run_confinement(confinement, run, &writable, &environment, &executable)?;

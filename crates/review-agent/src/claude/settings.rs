@@ -85,10 +85,13 @@ pub struct ClaudeCodeSettings {
     /// there (hooks in `settings.json`, plugins, commands, agents) reaches
     /// another run or this directory. `None` (the default): no login copied.
     pub config_directory: Option<PathBuf>,
-    /// `HOME` for the CLI and everything it runs. `None` (the default) gives
-    /// every run a fresh, empty home inside its run directory: review-bot's
-    /// own home may hold credentials (`~/.config/gh`, `~/.git-credentials`)
-    /// and a shell profile the agent's commands would source.
+    /// `HOME`'s contents for the CLI and everything it runs. `None` (the
+    /// default) gives every run a fresh, empty home in its scratch
+    /// directory: review-bot's own home may hold credentials
+    /// (`~/.config/gh`, `~/.git-credentials`) and a shell profile the
+    /// agent's commands would source. Confined, a configured directory is
+    /// copied into that fresh home for each run ([`super::home_directory`]),
+    /// never shown or written; unconfined, it is the home itself.
     pub home_directory: Option<PathBuf>,
     /// Names of variables copied from review-bot's environment (default
     /// [`DEFAULT_INHERITED`]). A GitHub credential is refused.

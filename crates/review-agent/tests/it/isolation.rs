@@ -2,8 +2,9 @@
 //! through the real CLI and the scripted model server: hooks planted in the
 //! configuration directory do not reach the next run, a pass that never
 //! reached the model fails, the key proxy forwards only the model calls (a
-//! bounded number, no redirects), and a CLI reached through a symbolic link
-//! starts confined.
+//! bounded number, no redirects), a CLI reached through a symbolic link
+//! starts confined, and what a confined run writes in a configured home
+//! (`agent.home_dir`, copied per run) never reaches the next.
 
 use std::path::{Path, PathBuf};
 
@@ -403,4 +404,83 @@ async fn a_confinement_that_cannot_be_set_up_says_what_failed_not_install_bubble
     );
     assert!(message.contains("Can't create file at"), "{message}");
     assert!(!message.contains("apt-get install bubblewrap"), "{message}");
+}
+
+#[tokio::test]
+async fn what_one_run_writes_in_a_configured_home_never_reaches_the_next() {
+    let Some(mut harness) = Harness::start(Script::new([
+        // The first review: the pull request's instructions make the agent
+        // plant a shell profile (and a file) in its home, and try the
+        // template's credentials.
+        Turn::tool(
+            "Bash",
+            json!({
+                "command": "echo 'echo PROFILE-RAN' >> \"$HOME/.bashrc\"; touch \"$HOME/planted\"; \
+                            cat \"$HOME/.git-credentials\" 2>/dev/null; echo \"home is $HOME\"",
+                "description": "Set up the project"
+            }),
+        ),
+        Turn::text("LGTM."),
+        // The second review, of another repository.
+        Turn::tool(
+            "Bash",
+            json!({
+                "command": "echo second; ls -A \"$HOME\"; cat \"$HOME/.gitconfig\"",
+                "description": "Look around"
+            }),
+        ),
+        Turn::text("Reviewed."),
+    ]))
+    .await
+    else {
+        return;
+    };
+    harness.settings = harness.settings.clone().with_confinement(
+        Confinement::new().with_readable(review_testkit::tools::tools_dir().join("claude-code")),
+    );
+    let template = tempfile::tempdir().unwrap();
+    std::fs::write(
+        template.path().join(".gitconfig"),
+        "[user]\n\tname = Review Bot\n",
+    )
+    .unwrap();
+    std::fs::write(template.path().join(".bashrc"), "# the operator's\n").unwrap();
+    std::fs::write(
+        template.path().join(".git-credentials"),
+        "https://bot:ghp_secret@github.com\n",
+    )
+    .unwrap();
+    let template_before = files_under(template.path());
+    harness.settings.home_directory = Some(template.path().to_owned());
+    let claude = harness.claude();
+
+    let first = harness.run("Review the first pull request.");
+    let first_run = claude.run(&first).await.expect("the first run works");
+    assert!(first_run.is_success(), "{first_run:?}");
+    let planted = harness.server.requests()[1].last_tool_results()[0].text_without_reminders();
+    assert!(planted.contains("home is"), "{planted}");
+    assert!(!planted.contains("ghp_secret"), "{planted}");
+
+    let second = review_agent::claude::ClaudeCodeRun::new(
+        "Review the second pull request.",
+        harness.checkout.path(),
+        harness.run_directory.path().join("second"),
+    );
+    let second_run = claude.run(&second).await.expect("the second run works");
+    assert!(second_run.is_success(), "{second_run:?}");
+    let listing = harness.server.requests()[3].last_tool_results()[0].text_without_reminders();
+    assert!(listing.contains("second"), "{listing}");
+    assert!(
+        listing.contains("name = Review Bot"),
+        "the template's dotfiles: {listing}"
+    );
+    assert!(!listing.contains("planted"), "{listing}");
+    assert!(!listing.contains("PROFILE-RAN"), "{listing}");
+    assert!(!listing.contains(".git-credentials"), "{listing}");
+    // The template is as it was.
+    assert_eq!(files_under(template.path()), template_before);
+    assert_eq!(
+        std::fs::read_to_string(template.path().join(".bashrc")).unwrap(),
+        "# the operator's\n"
+    );
 }
