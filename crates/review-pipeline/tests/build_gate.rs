@@ -18,6 +18,7 @@ use review_pipeline::build_gate::{
     self, BuildGateError, BuildGateSettings, CommandEnd, DEFAULT_TIMEOUT, GateOutcome, TAIL_BYTES,
 };
 use review_sandbox::{Confinement, Containment, SandboxError};
+use review_testkit::cgroups::TestCgroup;
 use review_testkit::processes::{live_processes_with_argument, marker};
 use tempfile::TempDir;
 
@@ -917,54 +918,10 @@ async fn a_build_posing_as_bubblewrap_is_a_build_failure_blamed_on_the_pull_requ
     assert!(failure.output_tail.starts_with("bwrap: Can't mount proc"));
 }
 
-/// A fresh cgroup for one test's runs under the cgroup2 mount, removed when
-/// dropped; `None` (and why) where this process may not make one.
-struct TestCgroup(std::path::PathBuf);
-
-impl TestCgroup {
-    fn new(name: &str) -> Option<Self> {
-        let mount = review_sandbox::cgroups::cgroup2_mount_point()?;
-        let directory = mount.join(format!("review-bot-test-{name}-{}", std::process::id()));
-        match std::fs::create_dir(&directory) {
-            Ok(()) => Some(Self(directory)),
-            Err(error) => {
-                eprintln!("cannot make a cgroup here ({error}): cannot test run cgroups");
-                None
-            }
-        }
-    }
-
-    fn runs(&self) -> review_sandbox::cgroups::RunCgroups {
-        review_sandbox::cgroups::prepare(&review_sandbox::cgroups::CgroupSetting::Directory(
-            self.0.clone(),
-        ))
-        .unwrap()
-        .unwrap()
-    }
-
-    /// The runs' cgroups left in it.
-    fn left(&self) -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(&self.0)
-            .unwrap()
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.is_dir())
-            .collect()
-    }
-}
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        for left in self.left() {
-            let _ = std::fs::remove_dir(left);
-        }
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
 #[tokio::test]
 async fn a_confined_build_in_a_cgroup_of_its_own_fails_as_the_pr_made_it_and_leaves_no_cgroup() {
-    let Some(cgroup) = TestCgroup::new("gate") else {
+    let Some(cgroup) = TestCgroup::new(review_sandbox::cgroups::cgroup2_mount_point(), "gate")
+    else {
         return;
     };
     let detached = marker(5);
@@ -978,7 +935,11 @@ async fn a_confined_build_in_a_cgroup_of_its_own_fails_as_the_pr_made_it_and_lea
             ("run-tests.sh", "echo 'assertion failed' >&2\nexit 3"),
         ],
     );
-    let run_cgroups = cgroup.runs();
+    let run_cgroups = review_sandbox::cgroups::prepare(
+        &review_sandbox::cgroups::CgroupSetting::Directory(cgroup.path().to_owned()),
+    )
+    .unwrap()
+    .unwrap();
     let settings = BuildGateSettings::new(DEFAULT_TIMEOUT)
         .with_path("/usr/local/bin:/usr/bin:/bin")
         .with_confinement(
@@ -995,7 +956,7 @@ async fn a_confined_build_in_a_cgroup_of_its_own_fails_as_the_pr_made_it_and_lea
     assert_eq!(failure.end, CommandEnd::Exited(3));
     assert_eq!(failure.bound_hit, None, "no bound was hit");
     assert!(failure.output_tail.contains("assertion failed"));
-    assert!(cgroup.left().is_empty(), "{:?}", cgroup.left());
+    assert!(cgroup.children().is_empty(), "{:?}", cgroup.children());
     assert_eq!(live_processes_with_argument(&detached), Vec::<u32>::new());
 
     // Where the kernel gives the memory controller: a build that takes more
@@ -1003,7 +964,7 @@ async fn a_confined_build_in_a_cgroup_of_its_own_fails_as_the_pr_made_it_and_lea
     if !run_cgroups.has("memory") {
         eprintln!(
             "no memory controller for {}: the memory bound stays an rlimit",
-            cgroup.0.display()
+            cgroup.path().display()
         );
         return;
     }

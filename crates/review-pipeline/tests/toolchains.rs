@@ -23,6 +23,7 @@ use review_pipeline::build_gate::{
     self, BuildGateSettings, CommandEnd, DEFAULT_TIMEOUT, GateOutcome, ProbeOutcome,
 };
 use review_sandbox::Confinement;
+use review_testkit::cgroups::TestCgroup;
 use tempfile::TempDir;
 
 /// The fixtures (see `tests/fixtures/SOURCES.md`).
@@ -36,45 +37,15 @@ fn fixture(name: &str) -> PathBuf {
 /// job; and, where one can be made, a cgroup for the builds' own cgroups.
 struct Work {
     root: TempDir,
-    cgroup: Option<PathBuf>,
+    cgroup: Option<TestCgroup>,
 }
 
 impl Work {
     fn new() -> Self {
-        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let cgroup = review_sandbox::cgroups::cgroup2_mount_point()
-            .map(|mount| {
-                mount.join(format!(
-                    "review-bot-test-toolchains-{}-{}",
-                    std::process::id(),
-                    COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                ))
-            })
-            .filter(|directory| match std::fs::create_dir(directory) {
-                Ok(()) => true,
-                Err(error) => {
-                    eprintln!("cannot make a cgroup ({error}): builds are bounded by rlimits");
-                    false
-                }
-            });
         Self {
             root: tempfile::tempdir().unwrap(),
-            cgroup,
+            cgroup: TestCgroup::new(review_sandbox::cgroups::cgroup2_mount_point(), "toolchains"),
         }
-    }
-
-    /// The builds' cgroups left in the test's cgroup (none: each is removed
-    /// when its build ends).
-    fn cgroups_left(&self) -> Vec<PathBuf> {
-        let Some(cgroup) = &self.cgroup else {
-            return Vec::new();
-        };
-        std::fs::read_dir(cgroup)
-            .unwrap()
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.is_dir())
-            .collect()
     }
 
     fn caches(&self) -> PathBuf {
@@ -85,7 +56,7 @@ impl Work {
     fn settings(&self) -> BuildGateSettings {
         let cgroups = self.cgroup.as_ref().map(|cgroup| {
             review_sandbox::cgroups::prepare(&review_sandbox::cgroups::CgroupSetting::Directory(
-                cgroup.clone(),
+                cgroup.path().to_owned(),
             ))
             .unwrap()
             .unwrap()
@@ -136,28 +107,19 @@ impl Work {
             .await
             .unwrap();
         let elapsed = started.elapsed();
-        assert_eq!(
-            self.cgroups_left(),
-            Vec::<PathBuf>::new(),
-            "no build's cgroup is left"
-        );
+        if let Some(cgroup) = &self.cgroup {
+            assert_eq!(
+                cgroup.children(),
+                Vec::<PathBuf>::new(),
+                "no build's cgroup is left"
+            );
+        }
         let mut logs = String::new();
         for index in 1..=commands.build.len() {
             let log = run.join(format!("build/{index:02}.log"));
             logs.push_str(&std::fs::read_to_string(log).unwrap_or_default());
         }
         (outcome, logs, elapsed)
-    }
-}
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        if let Some(cgroup) = &self.cgroup {
-            for left in self.cgroups_left() {
-                let _ = std::fs::remove_dir(left);
-            }
-            let _ = std::fs::remove_dir(cgroup);
-        }
     }
 }
 

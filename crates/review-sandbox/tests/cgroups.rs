@@ -12,39 +12,28 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use review_sandbox::cgroups::{self, CgroupSetting, RunCgroups};
 use review_sandbox::{Confinement, Contained, Containment, Limits, SandboxError};
+use review_testkit::cgroups::TestCgroup;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 
-/// A directory for one test's runs under the cgroup2 mount, removed (with
-/// whatever runs it still holds, once empty) when dropped.
+/// A directory for one test's runs under the cgroup2 mount
+/// ([`TestCgroup`]: removed, with whatever runs it still holds, when
+/// dropped).
 struct Parent {
     directory: PathBuf,
+    _cgroup: TestCgroup,
 }
 
 impl Parent {
     /// `None` (and why, on standard error) where no cgroup can be made.
     fn new() -> Option<Self> {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let Some(mount) = cgroups::cgroup2_mount_point() else {
-            eprintln!("no cgroup2 file system is mounted here: cannot test run cgroups");
-            return None;
-        };
-        let directory = mount.join(format!(
-            "review-bot-test-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        if let Err(error) = std::fs::create_dir(&directory) {
-            eprintln!(
-                "cannot make a cgroup under {} ({error}): cannot test run cgroups",
-                mount.display()
-            );
-            return None;
-        }
-        Some(Self { directory })
+        let cgroup = TestCgroup::new(cgroups::cgroup2_mount_point(), "sandbox")?;
+        Some(Self {
+            directory: cgroup.path().to_owned(),
+            _cgroup: cgroup,
+        })
     }
 
     /// The runs' cgroups under it, as the bot prepares them.
@@ -69,16 +58,6 @@ impl Parent {
             .collect();
         runs.sort();
         runs
-    }
-}
-
-impl Drop for Parent {
-    fn drop(&mut self) {
-        for run in self.runs() {
-            let _ = std::fs::write(run.join("cgroup.kill"), "1");
-            let _ = std::fs::remove_dir(run);
-        }
-        let _ = std::fs::remove_dir(&self.directory);
     }
 }
 
@@ -361,11 +340,10 @@ async fn the_memory_bound_holds_for_the_whole_run_where_the_memory_controller_is
     assert!(usage.memory_kills > 0, "{usage:?}");
 }
 
-/// Puts this test's process back in the hierarchy's root cgroup and removes
-/// the test's cgroups, passed or not.
+/// Puts this test's process back in the hierarchy's root cgroup, passed or
+/// not (before the test's cgroup, declared first, is removed).
 struct MovedIntoCgroup {
     mount: PathBuf,
-    directory: PathBuf,
 }
 
 impl Drop for MovedIntoCgroup {
@@ -374,8 +352,6 @@ impl Drop for MovedIntoCgroup {
             self.mount.join("cgroup.procs"),
             std::process::id().to_string(),
         );
-        let _ = std::fs::remove_dir(self.directory.join(cgroups::SERVICE_LEAF));
-        let _ = std::fs::remove_dir(&self.directory);
     }
 }
 
@@ -388,11 +364,8 @@ async fn auto_takes_the_services_own_cgroup_only_when_it_is_marked_delegated() {
     let Some(parent) = Parent::new() else { return };
     let mount = cgroups::cgroup2_mount_point().unwrap();
     let own = parent.directory.clone();
-    // The test's `Parent` guard must not remove it first.
-    std::mem::forget(parent);
     let _moved = MovedIntoCgroup {
         mount: mount.clone(),
-        directory: own.clone(),
     };
     std::fs::write(own.join("cgroup.procs"), std::process::id().to_string()).unwrap();
     let relative = own.strip_prefix(&mount).unwrap();

@@ -5,6 +5,7 @@
 //! API for the real Claude Code CLI, and git fixtures. Used by tests only; it
 //! never fakes our own code.
 
+pub mod cgroups;
 pub mod github;
 pub mod json_input;
 pub mod model;

@@ -2,8 +2,9 @@
 //! against the GitHub simulator, the pinned Claude Code CLI, real bubblewrap,
 //! git and a SQLite file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use review_testkit::cgroups::TestCgroup;
 use review_testkit::github::{GithubSim, RepositorySelection};
 
 use crate::{review_bot, text};
@@ -437,16 +438,10 @@ fn doctor_puts_confined_runs_in_cgroups_of_their_own_where_sandbox_cgroup_names_
     let Some(claude) = review_testkit::tools::claude_for_test() else {
         return;
     };
-    let Some(mount) = review_sandbox::cgroups::cgroup2_mount_point() else {
-        eprintln!("no cgroup2 file system is mounted here: cannot test sandbox.cgroup");
+    let Some(parent) = TestCgroup::new(review_sandbox::cgroups::cgroup2_mount_point(), "doctor")
+    else {
         return;
     };
-    let parent = mount.join(format!("review-bot-test-doctor-{}", std::process::id()));
-    if let Err(error) = std::fs::create_dir(&parent) {
-        eprintln!("cannot make a cgroup here ({error}): cannot test sandbox.cgroup");
-        return;
-    }
-    let _cleanup = CgroupCleanup(parent.clone());
     let sim = GithubSim::start().unwrap();
     let bot = sim.user("review-bot");
     let dir = tempfile::tempdir().unwrap();
@@ -484,7 +479,7 @@ fn doctor_puts_confined_runs_in_cgroups_of_their_own_where_sandbox_cgroup_names_
 
     // Every confined probe of doctor's (builds, the agent's start) runs in
     // a cgroup of its own under the directory, and none is left.
-    let runs = parent.join("runs");
+    let runs = parent.path().join("runs");
     let assert = doctor(runs.to_str().unwrap()).code(0);
     let stdout = text(&assert.get_output().stdout);
     let line = bounds_line(&stdout);
@@ -518,14 +513,4 @@ fn doctor_puts_confined_runs_in_cgroups_of_their_own_where_sandbox_cgroup_names_
         stderr.contains("sandbox.cgroup: `cgroups-please` is neither"),
         "{stderr}"
     );
-}
-
-/// Removes a test's cgroup (and its `runs` child), passed or not.
-struct CgroupCleanup(PathBuf);
-
-impl Drop for CgroupCleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(self.0.join("runs"));
-        let _ = std::fs::remove_dir(&self.0);
-    }
 }

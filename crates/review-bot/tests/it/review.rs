@@ -337,49 +337,22 @@ async fn findings_become_one_review_with_inline_and_outside_the_diff_comments() 
     assert_eq!(world.pull.reviews().unwrap().len(), 1);
 }
 
-/// Removes a test's cgroup and its children, passed or not.
-struct CgroupCleanup(PathBuf);
-
-impl Drop for CgroupCleanup {
-    fn drop(&mut self) {
-        for entry in std::fs::read_dir(&self.0).into_iter().flatten().flatten() {
-            let _ = std::fs::remove_dir(entry.path());
-        }
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
-/// The CPU time (`cpu.stat`'s `usage_usec`) spent in a cgroup and all its
-/// descendants, removed ones included.
-fn cgroup_cpu_usage(cgroup: &Path) -> u64 {
-    std::fs::read_to_string(cgroup.join("cpu.stat"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|line| line.strip_prefix("usage_usec "))
-        .and_then(|usage| usage.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_sandbox_cgroup_the_build_and_the_agent_run_in_cgroups_of_their_own_and_none_is_left()
 {
-    let Some(mount) = review_sandbox::cgroups::cgroup2_mount_point() else {
-        eprintln!("no cgroup2 file system is mounted here: cannot test sandbox.cgroup");
+    let Some(parent) = review_testkit::cgroups::TestCgroup::new(
+        review_sandbox::cgroups::cgroup2_mount_point(),
+        "review",
+    ) else {
         return;
     };
-    let parent = mount.join(format!("review-bot-test-review-{}", std::process::id()));
-    if let Err(error) = std::fs::create_dir(&parent) {
-        eprintln!("cannot make a cgroup here ({error}): cannot test sandbox.cgroup");
-        return;
-    }
-    let _cleanup = CgroupCleanup(parent.clone());
     let Some(world) = World::start(findings_script(), "echo tests pass\n").await else {
         return;
     };
-    assert_eq!(cgroup_cpu_usage(&parent), 0);
+    assert_eq!(parent.cpu_usage(), 0);
     let output = review_with(
         &world,
-        &[("REVIEW_BOT_SANDBOX_CGROUP", parent.to_str().unwrap())],
+        &[("REVIEW_BOT_SANDBOX_CGROUP", parent.path().to_str().unwrap())],
     )
     .await;
     assert!(output.status.success(), "{}", stderr(&output));
@@ -395,17 +368,8 @@ async fn with_sandbox_cgroup_the_build_and_the_agent_run_in_cgroups_of_their_own
     assert_eq!(world.labels(), ["bot-changes-needed"]);
     // The parent holds no process of its own (the bot is not in it), so
     // the time spent in it is its runs'; each run's cgroup is gone.
-    assert!(
-        cgroup_cpu_usage(&parent) > 0,
-        "nothing ran in the runs' cgroups"
-    );
-    let left: Vec<PathBuf> = std::fs::read_dir(&parent)
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.is_dir())
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+    assert!(parent.cpu_usage() > 0, "nothing ran in the runs' cgroups");
+    assert_eq!(parent.children(), Vec::<PathBuf>::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
