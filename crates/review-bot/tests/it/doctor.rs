@@ -21,6 +21,29 @@ fn isolated(dir: &Path) -> assert_cmd::Command {
 }
 
 /// Output with the run's variable parts (temporary paths, ports, versions, budgets) masked.
+/// `review-bot doctor` with `config`, against `sim` as `bot`, a made-up
+/// model key and the SQLite store `store`.
+fn doctor_against(
+    dir: &Path,
+    config: &Path,
+    sim: &GithubSim,
+    bot: &review_testkit::github::SimUser,
+    store: &Path,
+) -> assert_cmd::Command {
+    let mut command = isolated(dir);
+    command
+        .args(["doctor"])
+        .env("REVIEW_BOT_CONFIG", config)
+        .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
+        .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
+        .env(
+            "REVIEW_BOT_DATABASE_URL",
+            format!("sqlite://{}", store.display()),
+        );
+    command
+}
+
 fn masked(output: &str, dir: &Path, sim: &GithubSim) -> String {
     let mut masked = output
         .replace(&dir.display().to_string(), "[DIR]")
@@ -328,17 +351,14 @@ fn a_claude_path_through_an_absolute_symlink_passes_doctor_because_it_starts_con
     )
     .unwrap();
 
-    let assert = isolated(dir.path())
-        .args(["doctor"])
-        .env("REVIEW_BOT_CONFIG", &config)
-        .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
-        .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
-        .env(
-            "REVIEW_BOT_DATABASE_URL",
-            format!("sqlite://{}", dir.path().join("store.sqlite3").display()),
-        )
-        .assert();
+    let assert = doctor_against(
+        dir.path(),
+        &config,
+        &sim,
+        &bot,
+        &dir.path().join("store.sqlite3"),
+    )
+    .assert();
     let stdout = text(&assert.get_output().stdout);
     let check_line = |name: &str| {
         stdout
@@ -384,17 +404,7 @@ fn doctor_says_how_a_store_that_does_not_exist_yet_is_kept_from_confined_runs() 
             ),
         )
         .unwrap();
-        let assert = isolated(dir.path())
-            .args(["doctor"])
-            .env("REVIEW_BOT_CONFIG", &config)
-            .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
-            .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
-            .env("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
-            .env(
-                "REVIEW_BOT_DATABASE_URL",
-                format!("sqlite://{}", store.display()),
-            )
-            .assert();
+        let assert = doctor_against(dir.path(), &config, &sim, &bot, store).assert();
         let stdout = text(&assert.get_output().stdout);
         let bounds = stdout
             .lines()
@@ -456,18 +466,15 @@ fn doctor_puts_confined_runs_in_cgroups_of_their_own_where_sandbox_cgroup_names_
     )
     .unwrap();
     let doctor = |cgroup: &str| {
-        isolated(dir.path())
-            .args(["doctor"])
-            .env("REVIEW_BOT_CONFIG", &config)
-            .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
-            .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
-            .env("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
-            .env(
-                "REVIEW_BOT_DATABASE_URL",
-                format!("sqlite://{}", dir.path().join("store.sqlite3").display()),
-            )
-            .env("REVIEW_BOT_SANDBOX_CGROUP", cgroup)
-            .assert()
+        doctor_against(
+            dir.path(),
+            &config,
+            &sim,
+            &bot,
+            &dir.path().join("store.sqlite3"),
+        )
+        .env("REVIEW_BOT_SANDBOX_CGROUP", cgroup)
+        .assert()
     };
     let bounds_line = |stdout: &str| {
         stdout
