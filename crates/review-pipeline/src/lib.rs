@@ -25,6 +25,7 @@ pub mod decided;
 pub mod discovery;
 pub mod git;
 pub mod local;
+pub mod local_git;
 pub mod progress;
 pub mod review;
 pub mod runs;

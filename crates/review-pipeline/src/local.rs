@@ -44,7 +44,6 @@ use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use review_agent::claude::{ClaudeCode, ClaudeCodeSettings};
@@ -56,12 +55,12 @@ use review_core::footer::ReviewId;
 use review_core::passes::Pass;
 use review_core::snapshot::{PullRequestInfo, PullRequestSnapshot, SNAPSHOT_VERSION};
 use review_mcp::panel::{Delivery, PROTOCOL, PanelMessage, PanelSettings};
-use review_sandbox::{Contained, Containment, SandboxError};
-use tokio::io::AsyncWriteExt as _;
+use review_sandbox::{Containment, SandboxError};
 use uuid::Uuid;
 
 use crate::build_gate::{self, BuildGateError, BuildGateSettings, GateOutcome};
 use crate::command_sources::{self, RepositoryFile};
+use crate::local_git::{LocalGit, LocalGitError};
 use crate::progress::Progress;
 use crate::review::agent_pass::{
     PassError, PassOptions, PassSetup, pass_name, run_pass_with, write_private,
@@ -75,26 +74,22 @@ pub const BASE_BRANCH: &str = "review-base";
 /// The copy's checked-out branch: the working tree's state.
 pub const HEAD_BRANCH: &str = "review-head";
 
-/// `-c` options on every git command of this flow, after
-/// [`crate::git::HARDENING`]: no external diff, standard prefixes, no colour.
-const LOCAL_HARDENING: &[&str] = &[
-    "diff.external=",
-    "diff.noprefix=false",
-    "diff.mnemonicPrefix=false",
-    "diff.relative=false",
-    "color.ui=false",
-    "core.quotePath=false",
-];
-
-/// The `PATH` git runs with.
-const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
-/// The most a git command may print before the flow gives up (a diff or a
-/// file list of a huge repository).
-const STDOUT_LIMIT: usize = 512 << 20;
-
-/// How much of git's stderr an error keeps.
-const STDERR_TAIL: usize = 2_000;
+impl From<LocalGitError> for LocalError {
+    fn from(error: LocalGitError) -> Self {
+        match error {
+            LocalGitError::Failed {
+                command,
+                status,
+                stderr,
+            } => Self::Git {
+                command,
+                status,
+                stderr,
+            },
+            LocalGitError::Sandbox(error) => Self::Sandbox(error),
+        }
+    }
+}
 
 /// What the local flow needs besides the agent and the prompts.
 #[derive(Debug, Clone)]
@@ -293,164 +288,6 @@ fn file_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) 
     }
 }
 
-/// What git printed.
-struct GitRun {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-/// The flow's git: hardened like [`crate::git::Git`] (plus [`LOCAL_HARDENING`]
-/// and no optional locks), with room for a whole repository's file list.
-struct LocalGit<'a> {
-    home: &'a Path,
-    timeout: Duration,
-    containment: &'a Containment,
-}
-
-impl LocalGit<'_> {
-    /// Runs `git ARGS` in `dir`; any exit code is returned.
-    async fn run_raw(
-        &self,
-        dir: &Path,
-        args: &[&OsStr],
-        stdin: Option<Vec<u8>>,
-        environment: &[(&str, &str)],
-    ) -> Result<GitRun, LocalError> {
-        let mut command = self.containment.command("git");
-        command
-            .current_dir(dir)
-            .env_clear()
-            .env("PATH", SAFE_PATH)
-            .env("HOME", self.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .env("LC_ALL", "C");
-        for (name, value) in environment {
-            command.env(name, value);
-        }
-        for option in crate::git::HARDENING.iter().chain(LOCAL_HARDENING) {
-            command.arg("-c").arg(option);
-        }
-        command
-            .arg("--no-optional-locks")
-            .args(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut run = Contained::spawn(self.containment, "git", &mut command)?;
-        let input = run.child_mut().stdin.take();
-        let writer = tokio::spawn(async move {
-            if let (Some(mut pipe), Some(bytes)) = (input, stdin) {
-                let _ = pipe.write_all(&bytes).await;
-            }
-        });
-        let stdout = tokio::spawn(crate::git::read_bounded(
-            run.child_mut().stdout.take(),
-            STDOUT_LIMIT + 1,
-            false,
-        ));
-        let stderr = tokio::spawn(crate::git::read_bounded(
-            run.child_mut().stderr.take(),
-            STDERR_TAIL,
-            true,
-        ));
-        let timed_out = tokio::time::timeout(self.timeout, run.leader_exited())
-            .await
-            .is_err();
-        let status = run.finish().await?;
-        writer.abort();
-        let stdout = stdout.await.unwrap_or_default();
-        let stderr = String::from_utf8_lossy(&stderr.await.unwrap_or_default())
-            .trim()
-            .to_owned();
-        let shown = describe(args);
-        if timed_out {
-            return Err(LocalError::Git {
-                command: shown,
-                status: format!("stopped after {} s", self.timeout.as_secs()),
-                stderr,
-            });
-        }
-        if stdout.len() > STDOUT_LIMIT {
-            return Err(LocalError::Git {
-                command: shown,
-                status: format!("printed more than {} MiB", STDOUT_LIMIT >> 20),
-                stderr,
-            });
-        }
-        Ok(GitRun {
-            code: status.code(),
-            stdout,
-            stderr,
-        })
-    }
-
-    /// Runs `git ARGS` in `dir`; anything but exit 0 is an error.
-    async fn run(&self, dir: &Path, args: &[&str]) -> Result<Vec<u8>, LocalError> {
-        self.run_with(dir, args, None, &[]).await
-    }
-
-    async fn run_with(
-        &self,
-        dir: &Path,
-        args: &[&str],
-        stdin: Option<Vec<u8>>,
-        environment: &[(&str, &str)],
-    ) -> Result<Vec<u8>, LocalError> {
-        let os_args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-        let run = self.run_raw(dir, &os_args, stdin, environment).await?;
-        if run.code == Some(0) {
-            return Ok(run.stdout);
-        }
-        Err(LocalError::Git {
-            command: describe(&os_args),
-            status: run
-                .code
-                .map_or_else(|| "killed".to_owned(), |code| format!("exit status {code}")),
-            stderr: run.stderr,
-        })
-    }
-
-    /// One line of output (a SHA, a path), trimmed.
-    async fn line(&self, dir: &Path, args: &[&str]) -> Result<String, LocalError> {
-        let bytes = self.run(dir, args).await?;
-        Ok(String::from_utf8_lossy(&bytes).trim().to_owned())
-    }
-
-    /// The commit `revision` names, or `None` when it names none.
-    async fn commit(&self, dir: &Path, revision: &str) -> Result<Option<String>, LocalError> {
-        let wanted = format!("{revision}^{{commit}}");
-        let args = [
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            wanted.as_str(),
-        ];
-        let os_args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-        let run = self.run_raw(dir, &os_args, None, &[]).await?;
-        Ok((run.code == Some(0))
-            .then(|| String::from_utf8_lossy(&run.stdout).trim().to_owned())
-            .filter(|sha| !sha.is_empty()))
-    }
-}
-
-fn describe(args: &[&OsStr]) -> String {
-    let mut shown = String::from("git");
-    for arg in args {
-        shown.push(' ');
-        shown.push_str(&arg.to_string_lossy());
-    }
-    shown
-}
-
 /// `-z` output as paths.
 fn split_paths(bytes: &[u8]) -> BTreeSet<Vec<u8>> {
     bytes
@@ -504,11 +341,11 @@ impl LocalReviewer {
         let git_home = job_directory.join("git-home");
         create_private_directories(&git_home)?;
         let tree = job_directory.join("tree");
-        let git = LocalGit {
-            home: &git_home,
-            timeout: self.settings.git_timeout,
-            containment: &self.settings.containment,
-        };
+        let git = LocalGit::for_local_review(
+            git_home.clone(),
+            self.settings.git_timeout,
+            self.settings.containment.clone(),
+        );
         let result = self
             .review_in(
                 request,
@@ -539,7 +376,7 @@ impl LocalReviewer {
         &self,
         request: &LocalRequest,
         progress: &Progress,
-        git: &LocalGit<'_>,
+        git: &LocalGit,
         review_id: ReviewId,
         job_directory: &Path,
         tree: &Path,
@@ -900,7 +737,7 @@ impl LocalReviewer {
         &self,
         request: &LocalRequest,
         progress: &Progress,
-        git: &LocalGit<'_>,
+        git: &LocalGit,
         tree: &Path,
     ) -> Result<Prepared, LocalError> {
         let step = progress.step("repository");
@@ -959,7 +796,7 @@ impl LocalReviewer {
                     Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                     Err(error) => {
                         step.failed(error.to_string());
-                        return Err(error);
+                        return Err(error.into());
                     }
                 };
                 let diff = match PullRequestDiff::parse(&diff_text) {
@@ -1031,7 +868,7 @@ fn panel_listens(socket: &Path) -> bool {
         && std::fs::symlink_metadata(socket).is_ok_and(|metadata| metadata.file_type().is_socket())
 }
 
-async fn read_repository(git: &LocalGit<'_>, path: &Path) -> Result<Repository, LocalError> {
+async fn read_repository(git: &LocalGit, path: &Path) -> Result<Repository, LocalError> {
     let usage = |reason: String| LocalError::Usage(reason);
     if !path.is_dir() {
         return Err(usage(format!("{} is not a directory", path.display())));
@@ -1080,7 +917,7 @@ async fn read_repository(git: &LocalGit<'_>, path: &Path) -> Result<Repository, 
 }
 
 async fn choose_base(
-    git: &LocalGit<'_>,
+    git: &LocalGit,
     repository: &Repository,
     requested: Option<&str>,
 ) -> Result<Base, LocalError> {
@@ -1157,7 +994,7 @@ async fn choose_base(
 /// copy's head commit, what was copied, and how many paths differ from `HEAD`.
 #[allow(clippy::too_many_lines)] // One linear sequence of git steps.
 async fn copy_working_tree(
-    git: &LocalGit<'_>,
+    git: &LocalGit,
     repository: &Repository,
     base: &str,
     tree: &Path,
@@ -1244,10 +1081,10 @@ async fn copy_working_tree(
         let head_tree = git.line(tree, &["rev-parse", head_tree.as_str()]).await?;
         if written != head_tree {
             let identity = [
-                ("GIT_AUTHOR_NAME", "review-bot"),
-                ("GIT_AUTHOR_EMAIL", "review-bot@localhost"),
-                ("GIT_COMMITTER_NAME", "review-bot"),
-                ("GIT_COMMITTER_EMAIL", "review-bot@localhost"),
+                ("GIT_AUTHOR_NAME", OsStr::new("review-bot")),
+                ("GIT_AUTHOR_EMAIL", OsStr::new("review-bot@localhost")),
+                ("GIT_COMMITTER_NAME", OsStr::new("review-bot")),
+                ("GIT_COMMITTER_EMAIL", OsStr::new("review-bot@localhost")),
             ];
             let output = git
                 .run_with(

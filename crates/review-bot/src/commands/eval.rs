@@ -150,11 +150,11 @@ pub fn run(args: &EvalArgs, config_file: Option<&Path>) -> anyhow::Result<ExitCo
     // Absolute, since git runs in directories below it.
     let run_directory = std::path::absolute(&run_directory).unwrap_or(run_directory);
     let git_home = run_directory.join("git-home");
-    let git = Git {
-        home: git_home,
-        timeout: reviewer.settings.git_timeout,
-        containment: reviewer.settings.containment.clone(),
-    };
+    let git = review_eval::git::git(
+        git_home,
+        reviewer.settings.git_timeout,
+        reviewer.settings.containment.clone(),
+    );
     let settings = |directory: &str| {
         Arc::new(RunSettings {
             scratch_dir: run_directory.join(directory),
