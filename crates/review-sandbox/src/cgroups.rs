@@ -6,8 +6,9 @@
 //! everywhere, but the memory limit is per process and the process limit
 //! counts every process of the user. A cgroup bounds the run as a whole and
 //! ends it whole. Where the bot may make child cgroups ([`RunCgroups`]),
-//! each confined run gets one, `PARENT/review-bot-run-PID` (PID: the run's
-//! first process):
+//! each confined run gets one, `PARENT/review-bot-run-RANDOM` (a fresh
+//! random name per run: never one another run, or a replica in another PID
+//! namespace sharing the directory, could have):
 //!
 //! - made, given its bounds and entered by a small `/bin/sh` wrapper in front
 //!   of `prlimit` and bubblewrap ([`RunCgroups::wrapper_arguments`]: `mkdir`,
@@ -214,7 +215,8 @@ fn unescape_octal(field: &str) -> String {
 /// The name of the leaf cgroup the bot moves itself into under `auto`.
 pub const SERVICE_LEAF: &str = "review-bot";
 
-/// The prefix of a run's cgroup name (`review-bot-run-PID`).
+/// The prefix of a run's cgroup name (`review-bot-run-` and 16 random
+/// hexadecimal digits).
 pub const RUN_PREFIX: &str = "review-bot-run-";
 
 /// What the wrapper prints, first on its line, when it cannot put the run in
@@ -223,13 +225,12 @@ pub const WRAPPER_FAILURE: &str = "review-bot-cgroup: ";
 
 /// The `/bin/sh` script that makes a run's cgroup, writes its bounds, moves
 /// itself in and execs the rest of its arguments. `$0` is [`WRAPPER_NAME`],
-/// `$1` the parent, then `FILE VALUE` pairs (a `?FILE` is written only if
-/// it exists), `--`, and the command. `$$` is the shell's own process id:
-/// the run's first process, which the command replaces.
-const WRAPPER_SCRIPT: &str = r#"parent=$1; shift
-run="$parent/review-bot-run-$$"
+/// `$1` the parent, `$2` the run's cgroup name, then `FILE VALUE` pairs (a
+/// `?FILE` is written only if it exists), `--`, and the command. The cgroup
+/// must be new: a run never joins one it did not make.
+const WRAPPER_SCRIPT: &str = r#"parent=$1; run="$1/$2"; shift 2
 fail() { echo "review-bot-cgroup: $*" >&2; exit 125; }
-[ -d "$run" ] || mkdir "$run" 2>/dev/null || fail "cannot make the run's cgroup $run: is $parent a cgroup v2 directory the bot may write?"
+mkdir "$run" 2>/dev/null || fail "cannot make the run's cgroup $run: is $parent a cgroup v2 directory the bot may write?"
 [ -f "$run/cgroup.events" ] || fail "$run is not a cgroup v2 directory (no cgroup.events): is $parent on a cgroup2 file system?"
 while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
   file=${1#\?}
@@ -377,8 +378,8 @@ fn prepare_own(own: &Path) -> Result<RunCgroups, CgroupError> {
 
 /// A path (or `auto`'s own cgroup, once the bot left it): made if missing,
 /// the controllers it offers enabled for its children, a child made and
-/// removed to prove it, and the empty cgroups of runs whose first process
-/// is gone (a crash) removed.
+/// removed to prove it, and the cgroups of runs a crash left removed
+/// ([`remove_abandoned_runs`]).
 fn prepare_directory(directory: &Path) -> Result<RunCgroups, CgroupError> {
     let error = |reason: String| CgroupError {
         directory: directory.to_owned(),
@@ -441,27 +442,29 @@ fn prepare_directory(directory: &Path) -> Result<RunCgroups, CgroupError> {
     })
 }
 
-/// Remove the cgroups of runs whose first process no longer exists (the bot
-/// was killed before it removed them). One still holding processes stays
-/// (removing it fails); one whose process lives belongs to a running job,
-/// of this bot or a replica sharing the directory.
+/// How old an empty run cgroup must be to count as left by a crash: a live
+/// run's is entered microseconds after it is made.
+pub const ABANDONED_AFTER: Duration = Duration::from_mins(1);
+
+/// Remove the cgroups of runs a crash left: empty (removing one that holds
+/// processes fails) and made more than [`ABANDONED_AFTER`] ago, so a run of
+/// a replica sharing the directory, made a moment ago and about to be
+/// entered, is left alone.
 fn remove_abandoned_runs(directory: &Path) {
     let Ok(entries) = std::fs::read_dir(directory) else {
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|name| name.strip_prefix(RUN_PREFIX))
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if Path::new(&format!("/proc/{pid}")).exists() {
+        if !entry.file_name().to_string_lossy().starts_with(RUN_PREFIX) {
             continue;
         }
-        if std::fs::remove_dir(entry.path()).is_ok() {
+        let old = entry
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .ok()
+            .and_then(|made| made.elapsed().ok())
+            .is_some_and(|age| age >= ABANDONED_AFTER);
+        if old && std::fs::remove_dir(entry.path()).is_ok() {
             tracing::info!(cgroup = %entry.path().display(), "removed the cgroup of a run a crash left");
         }
     }
@@ -501,6 +504,7 @@ impl RunCgroups {
             WRAPPER_SCRIPT.into(),
             WRAPPER_NAME.into(),
             self.parent.clone().into(),
+            run_name().into(),
         ];
         let mut file = |name: &str, value: String| {
             arguments.push(name.into());
@@ -526,10 +530,21 @@ fn limit_value(limit: Option<u64>) -> String {
     limit.map_or_else(|| "max".to_owned(), |limit| limit.to_string())
 }
 
-/// The cgroup a wrapped command's first process (`leader`) makes and
-/// enters, read from the command's arguments ([`RunCgroups::wrapper_arguments`]);
-/// `None` for a command that is not wrapped.
-pub(crate) fn run_cgroup_of(command: &std::process::Command, leader: u32) -> Option<RunCgroup> {
+/// A fresh run cgroup name: [`RUN_PREFIX`] and 64 random bits (from the
+/// standard library's randomly seeded hasher: no dependency for it).
+fn run_name() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    format!("{RUN_PREFIX}{:016x}", hasher.finish())
+}
+
+/// The cgroup a wrapped command makes and enters, read from the command's
+/// arguments ([`RunCgroups::wrapper_arguments`]); `None` for a command that
+/// is not wrapped.
+pub(crate) fn run_cgroup_of(command: &std::process::Command) -> Option<RunCgroup> {
     let mut arguments = command.get_args();
     if command.get_program() != "/bin/sh"
         || arguments.next()? != "-c"
@@ -539,8 +554,9 @@ pub(crate) fn run_cgroup_of(command: &std::process::Command, leader: u32) -> Opt
         return None;
     }
     let parent = Path::new(arguments.next()?);
+    let name = arguments.next()?;
     Some(RunCgroup {
-        directory: parent.join(format!("{RUN_PREFIX}{leader}")),
+        directory: parent.join(name),
     })
 }
 
@@ -596,7 +612,14 @@ impl RunCgroup {
     /// later; the PID namespace holds them all anyway). Nothing when the
     /// cgroup is gone or was never made.
     pub fn kill(&self) {
-        let _ = std::fs::write(self.directory.join("cgroup.kill"), "1");
+        use std::io::Write as _;
+        // Never created: a directory that is no cgroup gets no file.
+        if let Ok(mut kill) = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.directory.join("cgroup.kill"))
+        {
+            let _ = kill.write_all(b"1");
+        }
     }
 
     /// Kill what is left, wait (at most `bound`) until it is empty, read
@@ -858,7 +881,14 @@ mod tests {
             .into_iter()
             .map(|argument| argument.into_string().unwrap())
             .collect();
-        let pairs = &arguments[5..arguments.len() - 1];
+        assert!(arguments[5].starts_with(RUN_PREFIX), "{arguments:?}");
+        assert_eq!(arguments[5].len(), RUN_PREFIX.len() + 16);
+        assert_ne!(
+            both.wrapper_arguments(&limits)[5],
+            OsString::from(&arguments[5]),
+            "every run gets a name of its own"
+        );
+        let pairs = &arguments[6..arguments.len() - 1];
         assert_eq!(
             pairs,
             [
@@ -878,15 +908,12 @@ mod tests {
         let mut command = std::process::Command::new(&arguments[0]);
         command.args(&arguments[1..]).arg("/usr/bin/bwrap");
         assert_eq!(
-            run_cgroup_of(&command, 42),
+            run_cgroup_of(&command),
             Some(RunCgroup {
-                directory: PathBuf::from("/sys/fs/cgroup/runs/review-bot-run-42")
+                directory: PathBuf::from("/sys/fs/cgroup/runs").join(&arguments[5])
             })
         );
-        assert_eq!(
-            run_cgroup_of(&std::process::Command::new("/bin/sh"), 42),
-            None
-        );
+        assert_eq!(run_cgroup_of(&std::process::Command::new("/bin/sh")), None);
 
         // Without the controllers, the bounds stay rlimits and the wrapper
         // only makes and enters the cgroup; no bound is `max`.
@@ -895,7 +922,7 @@ mod tests {
             ..both.clone()
         };
         assert_eq!(neither.rlimits(&limits), limits);
-        assert_eq!(neither.wrapper_arguments(&limits).len(), 6);
+        assert_eq!(neither.wrapper_arguments(&limits).len(), 7);
         let unbounded = both.wrapper_arguments(&Limits::NONE);
         assert!(unbounded.contains(&OsString::from("max")));
         assert!(!unbounded.contains(&OsString::from("?memory.swap.max")));

@@ -504,7 +504,7 @@ impl Contained {
                 "the process exited and was reaped before its id could be read",
             )));
         };
-        let cgroup = cgroups::run_cgroup_of(command.as_std(), group);
+        let cgroup = cgroups::run_cgroup_of(command.as_std());
         let leader = Pid::from_raw(i32::try_from(group).expect("process ids fit in i32"));
         let leader_exit = tokio::task::spawn_blocking(move || {
             while let Err(nix::errno::Errno::EINTR) =

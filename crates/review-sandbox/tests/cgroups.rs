@@ -130,15 +130,8 @@ async fn a_run_and_everything_it_starts_are_in_its_own_cgroup_which_is_gone_when
     assert_eq!(line, "started\n");
 
     let runs = parent.runs();
-    let expected = parent
-        .directory
-        .join(format!("{}{}", cgroups::RUN_PREFIX, run.id()));
-    assert_eq!(
-        runs,
-        vec![expected.clone()],
-        "one cgroup, named by the run's first process"
-    );
-    let inside = members(&expected);
+    assert_eq!(runs.len(), 1, "one cgroup for the run: {runs:?}");
+    let inside = members(&runs[0]);
     assert!(
         inside.contains(&run.id()),
         "the leader is in it: {inside:?}"
@@ -262,19 +255,42 @@ async fn a_parent_the_wrapper_cannot_use_is_the_operators_error_and_nothing_of_t
 #[tokio::test]
 async fn the_cgroups_of_runs_a_crash_left_are_removed_when_the_runs_are_prepared() {
     let Some(parent) = Parent::new() else { return };
-    // Process ids above the kernel's maximum (4,194,304) never exist; the
-    // test's own process does.
+    // A crash's leftover: empty, made long ago (a cgroup's time can be set).
     let abandoned = parent
         .directory
-        .join(format!("{}4194999", cgroups::RUN_PREFIX));
-    let alive = parent
-        .directory
-        .join(format!("{}{}", cgroups::RUN_PREFIX, std::process::id()));
+        .join(format!("{}00000000deadbeef", cgroups::RUN_PREFIX));
     std::fs::create_dir(&abandoned).unwrap();
-    std::fs::create_dir(&alive).unwrap();
+    let made = std::time::SystemTime::now() - 2 * cgroups::ABANDONED_AFTER;
+    std::fs::File::open(&abandoned)
+        .unwrap()
+        .set_modified(made)
+        .unwrap();
+    // A replica's run made a moment ago, about to be entered.
+    let fresh = parent
+        .directory
+        .join(format!("{}00000000feedface", cgroups::RUN_PREFIX));
+    std::fs::create_dir(&fresh).unwrap();
+    // A run of a replica that is running: old, but holding a process.
+    let busy = parent
+        .directory
+        .join(format!("{}00000000cafebabe", cgroups::RUN_PREFIX));
+    std::fs::create_dir(&busy).unwrap();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("1000")
+        .spawn()
+        .unwrap();
+    std::fs::write(busy.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    std::fs::File::open(&busy)
+        .unwrap()
+        .set_modified(made)
+        .unwrap();
+
     parent.run_cgroups();
     assert!(!abandoned.exists(), "a crash's leftover is removed");
-    assert!(alive.exists(), "a live run's (here or a replica's) is kept");
+    assert!(fresh.exists(), "a run made a moment ago is kept");
+    assert!(busy.exists(), "a run holding processes is kept");
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
 }
 
 /// Where the parent gets the `pids` controller: the process bound holds for
@@ -437,7 +453,15 @@ async fn auto_takes_the_services_own_cgroup_only_when_it_is_marked_delegated() {
     let mut stdout = tokio::io::BufReader::new(run.child_mut().stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).await.unwrap();
-    let run_cgroup = own.join(format!("{}{}", cgroups::RUN_PREFIX, run.id()));
+    let run_cgroup = std::fs::read_dir(&own)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with(cgroups::RUN_PREFIX))
+        })
+        .expect("the run's cgroup");
     assert!(members(&run_cgroup).contains(&run.id()), "beside the leaf");
     run.kill();
     run.finish().await.unwrap();
