@@ -386,6 +386,18 @@ fn prepare_directory(directory: &Path) -> Result<RunCgroups, CgroupError> {
         reason,
     };
     if !directory.is_dir() {
+        // Only in a cgroup v2 directory: never a stray directory elsewhere.
+        let in_cgroup2 = directory
+            .parent()
+            .is_some_and(|parent| parent.join("cgroup.controllers").is_file());
+        if !in_cgroup2 {
+            return Err(error(
+                "it does not exist, and its parent is no cgroup v2 directory (no \
+                 cgroup.controllers); name a directory under the cgroup2 mount (see `mount -t \
+                 cgroup2`), or set sandbox.cgroup = \"off\""
+                    .to_owned(),
+            ));
+        }
         std::fs::create_dir(directory).map_err(|source| {
             error(format!(
                 "cannot make it: {source}; make it under a cgroup v2 directory the bot may write \

@@ -467,3 +467,25 @@ async fn auto_takes_the_services_own_cgroup_only_when_it_is_marked_delegated() {
     run.finish().await.unwrap();
     assert!(!run_cgroup.exists());
 }
+
+#[test]
+fn a_directory_outside_the_cgroup2_file_system_is_refused_and_not_made() {
+    let plain = tempfile::tempdir().unwrap();
+    let wanted = plain.path().join("runs");
+    let error = cgroups::prepare(&CgroupSetting::Directory(wanted.clone())).unwrap_err();
+    assert!(
+        error.to_string().contains("no cgroup v2 directory"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("sandbox.cgroup"), "{error}");
+    assert!(
+        !wanted.exists(),
+        "nothing is made outside a cgroup2 file system"
+    );
+    // An existing directory that is no cgroup: said, not used.
+    let error = cgroups::prepare(&CgroupSetting::Directory(plain.path().to_owned())).unwrap_err();
+    assert!(
+        error.to_string().contains("not a cgroup v2 directory"),
+        "{error}"
+    );
+}
