@@ -176,18 +176,8 @@ impl Git {
     ) -> Result<GitOutput, CheckoutError> {
         let credential = options.credential;
         let shown = describe(args);
-        let mut command = self.containment.command(&self.program);
-        command
-            .current_dir(dir)
-            .env_clear()
-            .env("PATH", SAFE_PATH)
-            .env("HOME", &self.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_NO_REPLACE_OBJECTS", "1")
-            .env("GIT_ALLOW_PROTOCOL", "http:https")
-            .env("LC_ALL", "C");
+        let mut command = hardened_command(&self.containment, &self.program, dir, &self.home);
+        command.env("GIT_ALLOW_PROTOCOL", "http:https");
         if let Some(index) = options.index_file {
             command.env("GIT_INDEX_FILE", index);
         }
@@ -271,6 +261,30 @@ impl Git {
             stderr,
         })
     }
+}
+
+/// A contained `program` (git) in `dir` with the hardened environment (see
+/// the module docs): cleared, then a fixed `PATH`, `home` as `HOME`, no
+/// system or global config, no prompts, no replace objects, the C locale.
+/// Add [`HARDENING`] and the arguments.
+pub(crate) fn hardened_command(
+    containment: &Containment,
+    program: &Path,
+    dir: &Path,
+    home: &Path,
+) -> tokio::process::Command {
+    let mut command = containment.command(program);
+    command
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", SAFE_PATH)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("LC_ALL", "C");
+    command
 }
 
 async fn drain(task: tokio::task::JoinHandle<Vec<u8>>) -> Vec<u8> {

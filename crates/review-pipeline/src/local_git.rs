@@ -19,9 +19,6 @@ use std::time::Duration;
 use review_sandbox::{Contained, Containment, SandboxError};
 use tokio::io::AsyncWriteExt as _;
 
-/// The `PATH` git runs with.
-const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
 /// `-c` options after [`crate::git::HARDENING`] for reading diffs and file
 /// lists as git prints them by default: no external diff, standard
 /// prefixes, no colour, paths unquoted.
@@ -120,17 +117,8 @@ impl LocalGit {
         stdin: Option<Vec<u8>>,
         environment: &[(&str, &OsStr)],
     ) -> Result<GitRun, LocalGitError> {
-        let mut command = self.containment.command("git");
-        command
-            .current_dir(dir)
-            .env_clear()
-            .env("PATH", SAFE_PATH)
-            .env("HOME", &self.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_NO_REPLACE_OBJECTS", "1")
-            .env("LC_ALL", "C");
+        let mut command =
+            crate::git::hardened_command(&self.containment, Path::new("git"), dir, &self.home);
         if self.no_optional_locks {
             command.env("GIT_OPTIONAL_LOCKS", "0");
         }
