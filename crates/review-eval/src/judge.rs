@@ -14,9 +14,8 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Duration;
 
-use review_agent::claude::{ClaudeCode, ClaudeCodeRun};
+use review_agent::claude::{AgentSpend, ClaudeCode, ClaudeCodeRun};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -52,12 +51,8 @@ pub struct Judgement {
     pub edges: Vec<(usize, usize)>,
     /// How many pairs were judged.
     pub pairs: usize,
-    /// What the judge's runs cost, in US dollars.
-    pub cost_usd: f64,
-    /// Their turns.
-    pub turns: u32,
-    /// Their time, as the agent reports it.
-    pub duration: Duration,
+    /// What the judge's runs took.
+    pub spend: AgentSpend,
 }
 
 /// The pairs to judge: each golden finding without a line with each finding
@@ -187,9 +182,7 @@ pub async fn judge(
         )
         .with_json_schema(answer_schema());
         let (answer, agent_run) = claude.run_structured::<Answer>(&run).await?;
-        judgement.cost_usd += agent_run.total_cost_usd;
-        judgement.turns += agent_run.num_turns;
-        judgement.duration += agent_run.duration;
+        judgement.spend.add(&agent_run);
         let verdicts = answer.map(|answer| answer.verdicts).unwrap_or_default();
         for (index, pair) in batch.iter().enumerate() {
             let matches = verdicts

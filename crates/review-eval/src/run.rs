@@ -259,11 +259,11 @@ async fn judge_and_score(
                     "{} of {} pairs match, ${:.4}",
                     judgement.edges.len(),
                     judgement.pairs,
-                    judgement.cost_usd
+                    judgement.spend.cost_usd
                 ));
                 result.judge_pairs = judgement.pairs;
-                result.judge_cost_usd = judgement.cost_usd;
-                result.judge_time = judgement.duration;
+                result.judge_cost_usd = judgement.spend.cost_usd;
+                result.judge_time = judgement.spend.duration;
                 edges = judgement.edges;
             }
             Err(error) => {

@@ -676,15 +676,15 @@ impl LocalReviewer {
             .await
             {
                 Ok(verification) => {
-                    report.agent_cost_usd += verification.cost_usd;
-                    report.agent_turns += verification.turns;
-                    report.timings.agent += verification.duration;
+                    report.agent_cost_usd += verification.spend.cost_usd;
+                    report.agent_turns += verification.spend.turns;
+                    report.timings.agent += verification.spend.duration;
                     report.timings.passes += started.elapsed();
                     verify_step.done(format!(
                         "{} kept, {} withheld as unlikely, ${:.2}",
                         verification.kept.len(),
                         verification.withheld.len(),
-                        verification.cost_usd
+                        verification.spend.cost_usd
                     ));
                     findings.line_comments = verification.kept;
                     findings.review_summary.confidence_breakdown =

@@ -84,7 +84,7 @@ use tracing::Instrument as _;
 pub use environment::is_github_credential;
 pub use key_proxy::KeyProxy;
 pub use mcp_config::{McpConfig, McpServerCommand, REVIEW_SERVER};
-pub use outcome::{AgentOutcome, AgentRun, PermissionDenial, TokenUsage};
+pub use outcome::{AgentOutcome, AgentRun, AgentSpend, PermissionDenial, TokenUsage};
 pub use review_sandbox::{BWRAP_ARGUMENTS, Confinement, Survivor};
 pub use settings::{ClaudeCodeRun, ClaudeCodeSettings, ProcessContainment, Thinking};
 

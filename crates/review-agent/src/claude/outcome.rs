@@ -124,6 +124,27 @@ pub struct AgentRun {
     pub structured_output: Option<serde_json::Value>,
 }
 
+/// What several agent runs took together (a verification pass's or a
+/// judge's batches): cost, turns and time, as the runs report them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AgentSpend {
+    /// Cost in US dollars.
+    pub cost_usd: f64,
+    /// Turns.
+    pub turns: u32,
+    /// Time.
+    pub duration: Duration,
+}
+
+impl AgentSpend {
+    /// Add one run's.
+    pub fn add(&mut self, run: &AgentRun) {
+        self.cost_usd += run.total_cost_usd;
+        self.turns += run.num_turns;
+        self.duration += run.duration;
+    }
+}
+
 impl AgentRun {
     /// Whether the agent finished successfully.
     pub fn is_success(&self) -> bool {

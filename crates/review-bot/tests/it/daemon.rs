@@ -270,31 +270,19 @@ impl World {
     /// `review-bot run`, polling every second, with an environment built from
     /// nothing but what it needs; `work` names its work directory.
     fn command(&self, work: &str, database_url: &str, repositories: &str) -> Command {
-        let claude = review_testkit::tools::claude_binary().expect("the pinned CLI is installed");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_review-bot"));
+        let mut command = crate::bot_command(
+            self.dir.path(),
+            &self.sim,
+            &self.bot,
+            &self.model.base_url(),
+        );
         command
             .arg("run")
-            .current_dir(self.dir.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.dir.path().join("home"))
-            .env("REVIEW_BOT_GITHUB_TOKEN", &self.bot.token)
-            .env("REVIEW_BOT_GITHUB_API_URL", self.sim.api_url())
-            .env("REVIEW_BOT_GITHUB_BOT_LOGIN", BOT)
-            .env("REVIEW_BOT_GITHUB_WRITE_SPACING_MS", "0")
             .env("REVIEW_BOT_WORK_DIR", self.dir.path().join(work))
             .env("REVIEW_BOT_DATABASE_URL", database_url)
             .env("REVIEW_BOT_DAEMON_REPOSITORIES", repositories)
             .env("REVIEW_BOT_DAEMON_POLL_INTERVAL_SECS", "1")
-            .env("REVIEW_BOT_DAEMON_CONCURRENCY", "2")
-            .env("REVIEW_BOT_AGENT_CLAUDE_PATH", claude)
-            .env("REVIEW_BOT_AGENT_MAX_RETRIES", "0")
-            .env("REVIEW_BOT_AGENT_TIMEOUT_SECS", "300")
-            .env("REVIEW_BOT_REVIEW_BUILD_TIMEOUT_SECS", "300")
-            .env("REVIEW_BOT_GIT_AUTHOR_NAME", "Review Bot")
-            .env("REVIEW_BOT_GIT_AUTHOR_EMAIL", "bot@example.com")
-            .env("ANTHROPIC_API_KEY", "sk-ant-scripted-model-server")
-            .env("ANTHROPIC_BASE_URL", self.model.base_url());
+            .env("REVIEW_BOT_DAEMON_CONCURRENCY", "2");
         command
     }
 

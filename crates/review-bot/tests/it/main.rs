@@ -22,8 +22,48 @@ mod step;
 use std::path::Path;
 use std::process::Command;
 
+use review_testkit::github::{GithubSim, SimUser};
 use review_testkit::model::RecordedRequest;
 use serde_json::Value;
+
+/// The bot's login on the simulator in the end-to-end tests.
+pub const BOT: &str = "review-bot";
+
+/// The real binary as the end-to-end tests run it, in `dir`, with an
+/// environment built from nothing but what it needs: the simulator as `bot`
+/// (no write spacing), the scripted model at `model_url`, the pinned CLI
+/// (`/usr/bin/false` where it is not installed), `dir/home` as `HOME`, the
+/// work directory `dir/work` and the store `dir/store.sqlite3`, no agent
+/// retries, five-minute agent and build timeouts, a commit identity. Add
+/// the subcommand and its arguments; a later `env` of the same name wins.
+pub fn bot_command(dir: &Path, sim: &GithubSim, bot: &SimUser, model_url: &str) -> Command {
+    let claude = review_testkit::tools::claude_binary()
+        .unwrap_or_else(|_| std::path::PathBuf::from("/usr/bin/false"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_review-bot"));
+    command
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.join("home"))
+        .env("REVIEW_BOT_GITHUB_TOKEN", &bot.token)
+        .env("REVIEW_BOT_GITHUB_API_URL", sim.api_url())
+        .env("REVIEW_BOT_GITHUB_BOT_LOGIN", BOT)
+        .env("REVIEW_BOT_GITHUB_WRITE_SPACING_MS", "0")
+        .env("REVIEW_BOT_WORK_DIR", dir.join("work"))
+        .env(
+            "REVIEW_BOT_DATABASE_URL",
+            format!("sqlite://{}", dir.join("store.sqlite3").display()),
+        )
+        .env("REVIEW_BOT_AGENT_CLAUDE_PATH", claude)
+        .env("REVIEW_BOT_AGENT_MAX_RETRIES", "0")
+        .env("REVIEW_BOT_AGENT_TIMEOUT_SECS", "300")
+        .env("REVIEW_BOT_REVIEW_BUILD_TIMEOUT_SECS", "300")
+        .env("REVIEW_BOT_GIT_AUTHOR_NAME", "Review Bot")
+        .env("REVIEW_BOT_GIT_AUTHOR_EMAIL", "bot@example.com")
+        .env("ANTHROPIC_API_KEY", "sk-ant-scripted-model-server")
+        .env("ANTHROPIC_BASE_URL", model_url);
+    command
+}
 
 /// A README documenting `sh build.sh` and `sh test.sh` under Build and Test
 /// headings: what the build gate runs.

@@ -102,34 +102,13 @@ impl World {
 
     /// The command, with an environment built from nothing but what it needs.
     fn command(&self, arguments: &[&str]) -> Command {
-        let claude = review_testkit::tools::claude_binary().expect("the pinned CLI is installed");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_review-bot"));
-        command
-            .arg("review")
-            .args(arguments)
-            .current_dir(self.dir.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.dir.path().join("home"))
-            .env("REVIEW_BOT_GITHUB_TOKEN", &self.bot.token)
-            .env("REVIEW_BOT_GITHUB_API_URL", self.sim.api_url())
-            .env("REVIEW_BOT_GITHUB_BOT_LOGIN", BOT)
-            .env("REVIEW_BOT_GITHUB_WRITE_SPACING_MS", "0")
-            .env("REVIEW_BOT_WORK_DIR", self.work_dir())
-            .env(
-                "REVIEW_BOT_DATABASE_URL",
-                format!(
-                    "sqlite://{}",
-                    self.dir.path().join("store.sqlite3").display()
-                ),
-            )
-            .env("REVIEW_BOT_AGENT_CLAUDE_PATH", claude)
-            .env("REVIEW_BOT_AGENT_MAX_RETRIES", "0")
-            .env("REVIEW_BOT_AGENT_TIMEOUT_SECS", "300")
-            .env("REVIEW_BOT_REVIEW_BUILD_TIMEOUT_SECS", "300")
-            .env("ANTHROPIC_API_KEY", "sk-ant-scripted-model-server")
-            .env("ANTHROPIC_BASE_URL", self.model.base_url())
-            .stdin(Stdio::null());
+        let mut command = crate::bot_command(
+            self.dir.path(),
+            &self.sim,
+            &self.bot,
+            &self.model.base_url(),
+        );
+        command.arg("review").args(arguments).stdin(Stdio::null());
         command
     }
 

@@ -1454,22 +1454,22 @@ impl Job<'_> {
         let repository = self.request.repository.to_string();
         match result {
             Ok(verification) => {
-                self.summary.agent_cost_usd += verification.cost_usd;
-                self.summary.agent_turns += verification.turns;
-                self.summary.agent_time += verification.duration;
+                self.summary.agent_cost_usd += verification.spend.cost_usd;
+                self.summary.agent_turns += verification.spend.turns;
+                self.summary.agent_time += verification.spend.duration;
                 step.done(format!(
                     "{} kept, {} withheld as unlikely (min_confidence {min_confidence}), ${:.2}",
                     verification.kept.len(),
                     verification.withheld.len(),
-                    verification.cost_usd
+                    verification.spend.cost_usd
                 ));
                 self.record_in_store(review_store::AgentPass {
                     name: "verification".to_owned(),
                     transcript_path: None,
                     session_id: None,
-                    turns: Some(verification.turns),
-                    cost_usd: Some(verification.cost_usd),
-                    duration: Some(verification.duration),
+                    turns: Some(verification.spend.turns),
+                    cost_usd: Some(verification.spend.cost_usd),
+                    duration: Some(verification.spend.duration),
                 })
                 .await;
                 if !self.request.dry_run {

@@ -16,9 +16,8 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Duration;
 
-use review_agent::claude::{ClaudeCode, ClaudeCodeRun};
+use review_agent::claude::{AgentSpend, ClaudeCode, ClaudeCodeRun};
 use review_core::agent_requests::AgentRequest;
 use review_core::findings::LineComment;
 use review_core::passes::Pass;
@@ -52,12 +51,8 @@ pub struct Verification {
     pub kept: Vec<LineComment>,
     /// The findings withheld as unlikely, with the verdict that withheld them.
     pub withheld: Vec<(LineComment, Verdict)>,
-    /// What the verifier runs cost, in US dollars.
-    pub cost_usd: f64,
-    /// Their turns.
-    pub turns: u32,
-    /// Their time, as the agent reports it.
-    pub duration: Duration,
+    /// What the verifier runs took.
+    pub spend: AgentSpend,
 }
 
 /// A finding the verification pass withheld, as the review's plan records it
@@ -235,9 +230,7 @@ pub async fn verify(
         )
         .with_json_schema(answer_schema());
         let (answer, agent_run) = claude.run_structured::<Answer>(&run).await?;
-        verification.cost_usd += agent_run.total_cost_usd;
-        verification.turns += agent_run.num_turns;
-        verification.duration += agent_run.duration;
+        verification.spend.add(&agent_run);
         let verdicts = answer.map(|answer| answer.verdicts).unwrap_or_default();
         for (index, finding) in batch.iter().enumerate() {
             let verdict = verdicts

@@ -25,6 +25,11 @@ fn pass(name: &str, turns: u32, cost: Option<f64>, millis: u64) -> AgentPass {
     }
 }
 
+/// Record `agent_pass` for `run`.
+async fn record(store: &Store, run: review_store::RunId, agent_pass: &AgentPass) {
+    store.record_agent_pass(run, agent_pass).await.unwrap();
+}
+
 async fn run(
     store: &Store,
     key: &str,
@@ -56,44 +61,25 @@ async fn a_pull_requests_cost_sums_every_pass_of_every_run(database: TestDatabas
     assert_eq!(nothing, review_store::CostTotal::default());
 
     let review = run(&store, "review-1", "octo/widgets", 7, JobKind::Review).await;
-    store
-        .record_agent_pass(review, &pass("architecture", 3, Some(0.25), 1_000))
-        .await
-        .unwrap();
-    store
-        .record_agent_pass(review, &pass("detailed", 5, Some(0.5), 2_000))
-        .await
-        .unwrap();
-    store
-        .record_agent_pass(review, &pass("verify", 1, Some(0.125), 500))
-        .await
-        .unwrap();
+    record(&store, review, &pass("architecture", 3, Some(0.25), 1_000)).await;
+    record(&store, review, &pass("detailed", 5, Some(0.5), 2_000)).await;
+    record(&store, review, &pass("verify", 1, Some(0.125), 500)).await;
     let fix = run(&store, "write-1", "Octo/Widgets", 7, JobKind::Write).await;
-    store
-        .record_agent_pass(fix, &pass("code-fix", 9, Some(1.0), 4_000))
-        .await
-        .unwrap();
+    record(&store, fix, &pass("code-fix", 9, Some(1.0), 4_000)).await;
     // A pass that died before reporting a cost counts its turns only.
-    store
-        .record_agent_pass(fix, &pass("merge-conflict", 2, None, 100))
-        .await
-        .unwrap();
+    record(&store, fix, &pass("merge-conflict", 2, None, 100)).await;
     // A retried pass replaces its record: counted once.
-    store
-        .record_agent_pass(review, &pass("detailed", 5, Some(0.5), 2_000))
-        .await
-        .unwrap();
+    record(&store, review, &pass("detailed", 5, Some(0.5), 2_000)).await;
     // Another pull request, another repository: not counted.
     let other = run(&store, "review-2", "octo/widgets", 8, JobKind::Review).await;
-    store
-        .record_agent_pass(other, &pass("architecture", 4, Some(9.0), 1_000))
-        .await
-        .unwrap();
+    record(&store, other, &pass("architecture", 4, Some(9.0), 1_000)).await;
     let elsewhere = run(&store, "review-3", "octo/gadgets", 7, JobKind::Review).await;
-    store
-        .record_agent_pass(elsewhere, &pass("architecture", 4, Some(9.0), 1_000))
-        .await
-        .unwrap();
+    record(
+        &store,
+        elsewhere,
+        &pass("architecture", 4, Some(9.0), 1_000),
+    )
+    .await;
 
     let total = store.pull_request_cost("OCTO/widgets", 7).await.unwrap();
     assert!(close(total.cost_usd, 1.875), "{total:?}");
@@ -114,20 +100,11 @@ async fn a_days_cost_is_split_per_repository_and_summed_overall(database: TestDa
     assert!(empty.by_repository.is_empty());
 
     let first = run(&store, "review-1", "octo/widgets", 7, JobKind::Review).await;
-    store
-        .record_agent_pass(first, &pass("architecture", 3, Some(0.25), 1_000))
-        .await
-        .unwrap();
+    record(&store, first, &pass("architecture", 3, Some(0.25), 1_000)).await;
     let second = run(&store, "write-1", "octo/widgets", 8, JobKind::Write).await;
-    store
-        .record_agent_pass(second, &pass("code-fix", 3, Some(0.5), 1_000))
-        .await
-        .unwrap();
+    record(&store, second, &pass("code-fix", 3, Some(0.5), 1_000)).await;
     let third = run(&store, "review-2", "octo/gadgets", 1, JobKind::Review).await;
-    store
-        .record_agent_pass(third, &pass("detailed", 3, Some(2.0), 1_000))
-        .await
-        .unwrap();
+    record(&store, third, &pass("detailed", 3, Some(2.0), 1_000)).await;
 
     // The database's clock may sit on either side of midnight from ours:
     // the passes are on today or, right at midnight, tomorrow.
