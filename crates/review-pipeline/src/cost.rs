@@ -32,12 +32,12 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, Utc};
 use review_core::footer::{Footer, ThreadId};
 use review_core::labels::{Job, Label};
-use review_github::{GitHubClient, GitHubError, PullRequest, RepositoryName};
+use review_github::GitHubError;
 use review_store::{CostTotal, DayCost, Store, StoreError};
 use uuid::Uuid;
 
 use crate::ci::{BotComments, set_bot_label};
-use crate::progress::Progress;
+use crate::daemon::attempts::HandOverContext;
 use crate::status;
 
 /// The cap hand-over comments' `thread::` ids: one per pull request and cap.
@@ -398,20 +398,12 @@ pub fn day_wait_status(job: Job, reached: &DayCapReached, day: NaiveDate) -> Str
 
 /// What the caller of [`gate`] needs to act on a cap.
 pub struct CapContext<'a> {
-    /// GitHub.
-    pub github: &'a GitHubClient,
     /// The store (the day notices).
     pub store: &'a Store,
-    /// The repository.
-    pub repository: &'a RepositoryName,
-    /// The pull request as read (its labels are changed).
-    pub pull_request: &'a PullRequest,
-    /// The job held back.
-    pub job: Job,
-    /// The bot's login: only its own comments are found again.
-    pub bot_login: Option<&'a str>,
-    /// The step's progress lines.
-    pub progress: &'a Progress,
+    /// The job held back, on its pull request: what a hand-over after
+    /// failures needs too (the labels are changed, the bot's own comment
+    /// found again).
+    pub target: HandOverContext<'a>,
 }
 
 /// At the pull request's cap: `bot-human-intervention`, then one comment
@@ -423,15 +415,15 @@ pub async fn hand_over(
     spent: &CostTotal,
     cap_usd: f64,
 ) -> Result<String, GitHubError> {
-    let repository = context.repository;
-    let number = context.pull_request.number;
+    let repository = context.target.repository;
+    let number = context.target.pull_request.number;
     let repository_text = repository.to_string();
     set_bot_label(
-        context.github,
+        context.target.github,
         repository,
-        context.pull_request,
+        context.target.pull_request,
         Label::BotHumanIntervention,
-        context.progress,
+        context.target.progress,
     )
     .await?;
     let thread = ThreadId(Uuid::new_v5(
@@ -442,19 +434,23 @@ pub async fn hand_over(
         )
         .as_bytes(),
     ));
-    let step = context.progress.step("cost cap");
+    let step = context.target.progress.step("cost cap");
     let posted = async {
         let (reviews, issue_comments) = tokio::try_join!(
-            context.github.list_reviews(repository, number),
-            context.github.list_issue_comments(repository, number),
+            context.target.github.list_reviews(repository, number),
+            context
+                .target
+                .github
+                .list_issue_comments(repository, number),
         )?;
-        let earlier = BotComments::from_lists(context.bot_login, &reviews, &[], &issue_comments);
+        let earlier =
+            BotComments::from_lists(context.target.bot_login, &reviews, &[], &issue_comments);
         if let Some(url) = earlier.comment_with_thread(thread) {
             return Ok::<_, GitHubError>(format!("already posted: {url}"));
         }
         let body = review_core::payload::with_footer(
             &hand_over_comment(
-                context.job,
+                context.target.job,
                 spent,
                 cap_usd,
                 &pull_request_cap_key(caps, &repository_text),
@@ -462,6 +458,7 @@ pub async fn hand_over(
             &Footer::after_review(earlier.latest_review, thread).render(),
         );
         let comment = context
+            .target
             .github
             .create_issue_comment(repository, number, &body, Some(thread))
             .await?;
@@ -494,8 +491,8 @@ pub async fn announce_wait(
     reached: &DayCapReached,
     day: NaiveDate,
 ) -> Result<bool, CapError> {
-    let repository = context.repository;
-    let number = context.pull_request.number;
+    let repository = context.target.repository;
+    let number = context.target.pull_request.number;
     let repository_text = repository.to_string();
     let notice = format!("day-cap:{day}");
     if context
@@ -505,26 +502,30 @@ pub async fn announce_wait(
     {
         return Ok(false);
     }
-    let step = context.progress.step("status comment");
+    let step = context.target.progress.step("status comment");
     let published = async {
         let (reviews, issue_comments) = tokio::try_join!(
-            context.github.list_reviews(repository, number),
-            context.github.list_issue_comments(repository, number),
+            context.target.github.list_reviews(repository, number),
+            context
+                .target
+                .github
+                .list_issue_comments(repository, number),
         )?;
-        let earlier = BotComments::from_lists(context.bot_login, &reviews, &[], &issue_comments);
+        let earlier =
+            BotComments::from_lists(context.target.bot_login, &reviews, &[], &issue_comments);
         let existing = status::find(
             &issue_comments,
-            context.bot_login,
+            context.target.bot_login,
             status::thread_id(repository, number),
         )
         .map(|comment| comment.id);
         status::publish(
-            context.github,
+            context.target.github,
             repository,
             number,
             existing,
             earlier.latest_review,
-            &day_wait_status(context.job, reached, day),
+            &day_wait_status(context.target.job, reached, day),
         )
         .await
     }
@@ -610,8 +611,8 @@ pub async fn check_before_agent(
     caps: &CostCaps,
     dry_run: bool,
 ) -> Result<Option<Held>, CapError> {
-    let repository = context.repository.to_string();
-    let number = context.pull_request.number;
+    let repository = context.target.repository.to_string();
+    let number = context.target.pull_request.number;
     let today = today();
     match gate(context.store, caps, &repository, number, today).await? {
         CostGate::Run => Ok(None),

@@ -449,13 +449,15 @@ impl Reviewer {
     ) -> Result<Option<String>, ReviewError> {
         let held = crate::cost::check_before_agent(
             &crate::cost::CapContext {
-                github: &self.github,
                 store: &self.store,
-                repository: &request.repository,
-                pull_request,
-                job: review_core::labels::Job::Review,
-                bot_login: self.settings.bot_login.as_deref(),
-                progress,
+                target: crate::daemon::attempts::HandOverContext {
+                    github: &self.github,
+                    repository: &request.repository,
+                    pull_request,
+                    job: review_core::labels::Job::Review,
+                    bot_login: self.settings.bot_login.as_deref(),
+                    progress,
+                },
             },
             &self.settings.cost_caps,
             request.dry_run,

@@ -499,13 +499,15 @@ impl Job<'_> {
     async fn cost_gate(&mut self) -> Option<Result<WriteReport, WriteFailure>> {
         let held = crate::cost::check_before_agent(
             &crate::cost::CapContext {
-                github: &self.reviewer.github,
                 store: &self.reviewer.store,
-                repository: &self.request.repository,
-                pull_request: &self.request.pull_request,
-                job: review_core::labels::Job::Write,
-                bot_login: self.reviewer.settings.bot_login.as_deref(),
-                progress: self.progress,
+                target: crate::daemon::attempts::HandOverContext {
+                    github: &self.reviewer.github,
+                    repository: &self.request.repository,
+                    pull_request: &self.request.pull_request,
+                    job: review_core::labels::Job::Write,
+                    bot_login: self.reviewer.settings.bot_login.as_deref(),
+                    progress: self.progress,
+                },
             },
             &self.reviewer.settings.cost_caps,
             false,
